@@ -1,0 +1,67 @@
+"""The one exception tree of Ferret.
+
+    FerretError                  base of everything Ferret raises on purpose
+    ├── ConfigError              settings file or environment is invalid
+    ├── InvalidRequest           bad input; ``field`` names what is wrong
+    │   └── InvalidMemory        a memory record (ingest line) is invalid
+    ├── BackendError             a memory backend failed; ``backend`` names it
+    │   ├── BackendUnavailable   could not connect, timed out, or answered 5xx
+    │   └── BackendProtocolError answered something that is not what we expect
+    ├── StageError               a pipeline stage failed; wraps the cause once
+    │                            and carries the stage name
+    └── JobNotFound              no job, result or trace under that id
+
+Errors from lower libraries (httpx, redis, pydantic) are translated at the
+boundary where they are caught into the most specific class above.
+"""
+
+from __future__ import annotations
+
+
+class FerretError(Exception):
+    """Base class of every error Ferret raises on purpose."""
+
+
+class ConfigError(FerretError):
+    """The settings file or the environment overrides are invalid."""
+
+
+class InvalidRequest(FerretError):
+    """Bad input. ``field`` names the offending field (dotted path)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class InvalidMemory(InvalidRequest):
+    """A memory record is invalid (e.g. one malformed ingest line)."""
+
+
+class BackendError(FerretError):
+    """A memory backend failed."""
+
+    def __init__(self, backend: str, message: str) -> None:
+        super().__init__(f"{backend} backend: {message}")
+        self.backend = backend
+
+
+class BackendUnavailable(BackendError):
+    """The backend could not be reached, timed out or answered 5xx."""
+
+
+class BackendProtocolError(BackendError):
+    """The backend answered something that does not follow its protocol."""
+
+
+class StageError(FerretError):
+    """A pipeline stage failed; the cause is chained."""
+
+    def __init__(self, stage: str, cause: BaseException) -> None:
+        super().__init__(f"stage {stage} failed: {cause}")
+        self.stage = stage
+
+
+class JobNotFound(FerretError):
+    """No job, result or trace exists under the given id."""

@@ -1,0 +1,41 @@
+"""Every Redis key Ferret uses, in one place.
+
+Namespaces and request ids are validated before they reach a key, and ids
+that come from outside are hashed, so no input can name another tenant's
+keys. Memory-store keys hold data and have no TTL; every other key does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+PREFIX = "ferret"
+
+
+def memories(namespace: str) -> str:
+    """Hash: memory id -> memory JSON."""
+    return f"{PREFIX}:ns:{namespace}:memories"
+
+
+def memory_version(namespace: str) -> str:
+    """Counter bumped by every change to the namespace's memories."""
+    return f"{PREFIX}:ns:{namespace}:version"
+
+
+def request_job(namespace: str, request_id: str) -> str:
+    """String: idempotency key, request id -> job id."""
+    digest = hashlib.sha256(request_id.encode()).hexdigest()[:32]
+    return f"{PREFIX}:ns:{namespace}:request:{digest}"
+
+
+def result(job_id: str) -> str:
+    return f"{PREFIX}:result:{job_id}"
+
+
+def done(job_id: str) -> str:
+    """List that gets one token when the result is written (for blocking waits)."""
+    return f"{PREFIX}:done:{job_id}"
+
+
+def trace(trace_id: str) -> str:
+    return f"{PREFIX}:trace:{trace_id}"

@@ -1,0 +1,157 @@
+"""Settings: one validated object, defaults and units in one place.
+
+Sources, later wins: built-in defaults, a YAML file (``FERRET_CONFIG`` or an
+explicit path), then environment variables ``FERRET_<SECTION>__<KEY>`` (for
+example ``FERRET_PIPELINE__QUALITY_THRESHOLD=0.3`` or ``FERRET_REDIS__URL``).
+Unknown keys are an error everywhere: a misspelt setting must never be
+silently dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ferret.errors import ConfigError
+
+ENV_PREFIX = "FERRET_"
+ENV_CONFIG_FILE = "FERRET_CONFIG"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PipelineSettings(_Strict):
+    """Retrieval pipeline knobs (seed 000, deployed values)."""
+
+    enabled: bool = True
+    quality_threshold: float = Field(0.20, ge=0, le=1)
+    relevance_ratio: float = Field(0.4, ge=0, le=1)
+    max_results: int = Field(20, ge=1, le=200)
+    max_sub_queries: int = Field(4, ge=1, le=10)
+    max_retries: int = Field(1, ge=0, le=3)
+    timeout_seconds: float = Field(3.0, gt=0, le=600)
+    search_limit_per_query: int = Field(25, ge=1, le=500)
+    replacement_floor: float = Field(0.25, ge=0, le=1)
+    max_replacements: int = Field(2, ge=0, le=20)
+    intent_boost: float = Field(1.3, ge=1.0, le=5.0)
+    max_context_tokens: int = Field(4000, ge=50, le=200_000)
+    moderate_depth_factor: float = Field(1.5, ge=1.0, le=4.0)
+
+
+class NousSettings(_Strict):
+    """HTTP client settings for a Nous memory server."""
+
+    base_url: str = "http://127.0.0.1:3100/v1"
+    timeout_seconds: float = Field(2.0, gt=0, le=60)
+    connect_timeout_seconds: float = Field(0.5, gt=0, le=30)
+    api_key: str | None = None
+    max_limit: int = Field(33, ge=1, le=33)
+    use_remote_classifier: bool = False
+    max_connections: int = Field(20, ge=1, le=1000)
+
+
+class BackendSettings(_Strict):
+    kind: Literal["local", "nous"] = "local"
+    nous: NousSettings = NousSettings()
+
+
+class RedisSettings(_Strict):
+    """``url`` unset means an embedded redis-server under ``embedded_dir``."""
+
+    url: str | None = None
+    embedded_dir: str = "~/.local/share/ferret/redis"
+
+
+class ServiceSettings(_Strict):
+    """Queue service: deadlines, TTLs, worker behaviour (seconds)."""
+
+    result_ttl_seconds: int = Field(86_400, ge=1)
+    trace_ttl_seconds: int = Field(86_400, ge=1)
+    prefetch_deadline_seconds: float = Field(5.0, gt=0, le=3600)
+    batch_deadline_seconds: float = Field(600.0, gt=0, le=86_400)
+    hard_timeout_grace_seconds: float = Field(2.0, ge=0.5, le=600)
+    record_query_text: bool = True
+    worker_class: Literal["simple", "fork"] = "simple"
+
+
+class LimitSettings(_Strict):
+    """Input and output limits, all enforced at the producer and the worker."""
+
+    max_query_chars: int = Field(8000, ge=1, le=1_000_000)
+    max_namespace_chars: int = Field(64, ge=1, le=256)
+    max_request_id_chars: int = Field(128, ge=1, le=512)
+    max_results: int = Field(100, ge=1, le=1000)
+    max_deadline_seconds: float = Field(86_400.0, gt=0)
+    max_trace_spans: int = Field(500, ge=10)
+    max_result_bytes: int = Field(2_000_000, ge=10_000)
+
+
+class Settings(_Strict):
+    pipeline: PipelineSettings = PipelineSettings()
+    backend: BackendSettings = BackendSettings()
+    redis: RedisSettings = RedisSettings()
+    service: ServiceSettings = ServiceSettings()
+    limits: LimitSettings = LimitSettings()
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read settings file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"settings file {path} must hold a mapping at the top")
+    return data
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
+    """Turn FERRET_A__B__C=value into {"a": {"b": {"c": value}}}."""
+    tree: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX) or name == ENV_CONFIG_FILE:
+            continue
+        path = name[len(ENV_PREFIX):].lower().split("__")
+        if len(path) < 2:
+            raise ConfigError(
+                f"environment variable {name}: expected FERRET_<SECTION>__<KEY>"
+            )
+        node = tree
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = yaml.safe_load(value) if value != "" else None
+    return tree
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_settings(
+    path: str | Path | None = None, environ: dict[str, str] | None = None
+) -> Settings:
+    """Load and validate settings; raise ConfigError naming the bad key."""
+    env = dict(os.environ if environ is None else environ)
+    raw: dict[str, Any] = {}
+    file_path = path or env.get(ENV_CONFIG_FILE)
+    if file_path:
+        raw = _read_yaml(Path(file_path).expanduser())
+    raw = _deep_merge(raw, _env_overrides(env))
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from exc

@@ -1,0 +1,1 @@
+"""Ferret's worker side: the retrieval pipeline, its backends, the RQ job."""

@@ -1,0 +1,1 @@
+"""Memory backends behind one narrow interface (see ``base``)."""

@@ -1,0 +1,139 @@
+"""The ``local`` backend: memories in Redis, a lexical index in each process.
+
+``MemoryStore`` writes and reads a namespace's memories (a hash of JSON plus
+a version counter bumped in the same transaction). ``IndexCache`` keeps one
+``LexicalIndex`` per namespace in the process and rebuilds it when the
+store's version moves. ``LocalBackend`` is bound to one namespace and one
+version for the length of a job, so a job sees one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import redis
+
+from ferret import keys
+from ferret.errors import BackendUnavailable
+from worker.backends.filtering import is_empty, matches
+from worker.backends.lexical_index import LexicalIndex
+from worker.pipeline.records import Filters, Hit, Memory
+
+
+class MemoryStore:
+    """Add, update, delete and list a namespace's memories in Redis."""
+
+    def __init__(self, client: redis.Redis, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+
+    def upsert(self, memories: Iterable[Memory]) -> int:
+        mapping = {m.id: m.model_dump_json() for m in memories}
+        if not mapping:
+            return 0
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.hset(keys.memories(self.namespace), mapping=mapping)
+            pipe.incr(keys.memory_version(self.namespace))
+            pipe.execute()
+        return len(mapping)
+
+    def delete(self, ids: Iterable[str]) -> int:
+        ids = list(ids)
+        if not ids:
+            return 0
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.hdel(keys.memories(self.namespace), *ids)
+            pipe.incr(keys.memory_version(self.namespace))
+            removed, _ = pipe.execute()
+        return int(removed)
+
+    def clear(self) -> None:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(keys.memories(self.namespace))
+            pipe.incr(keys.memory_version(self.namespace))
+            pipe.execute()
+
+    def version(self) -> int:
+        return int(self.client.get(keys.memory_version(self.namespace)) or 0)
+
+    def count(self) -> int:
+        return int(self.client.hlen(keys.memories(self.namespace)))
+
+    def snapshot(self) -> tuple[int, list[Memory]]:
+        """Version and memories, read in one transaction."""
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.get(keys.memory_version(self.namespace))
+            pipe.hgetall(keys.memories(self.namespace))
+            version, raw = pipe.execute()
+        memories = [Memory.model_validate_json(v) for _, v in sorted(raw.items())]
+        return int(version or 0), memories
+
+
+class IndexCache:
+    """One lexical index per namespace per process, following store versions."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[str, tuple[int, LexicalIndex]] = {}
+        self._lock = threading.Lock()
+        self.rebuilds = 0
+
+    def index_for(self, store: MemoryStore) -> tuple[int, LexicalIndex]:
+        try:
+            version = store.version()
+            cached = self._indexes.get(store.namespace)
+            if cached and cached[0] == version:
+                return cached
+            with self._lock:
+                cached = self._indexes.get(store.namespace)
+                if cached and cached[0] == version:
+                    return cached
+                version, memories = store.snapshot()
+                built = (version, LexicalIndex(memories))
+                self._indexes[store.namespace] = built
+                self.rebuilds += 1
+                return built
+        except redis.RedisError as exc:
+            raise BackendUnavailable("local", f"memory store unreachable: {exc}") from exc
+
+
+class LocalBackend:
+    """Search one namespace's memories; built per job by ``LocalBackends``."""
+
+    name = "local"
+
+    def __init__(self, index: LexicalIndex, version: int) -> None:
+        self._index = index
+        self.version = version
+
+    def search(
+        self, query: str, limit: int, filters: Filters, timeout: float | None = None
+    ) -> list[Hit]:
+        keep = None if is_empty(filters) else (lambda m: matches(m, filters))
+        return self._index.search(query, limit, keep)
+
+    def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class LocalBackends:
+    """Per-process factory: ``for_namespace(ns)`` gives a job its backend."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self.cache = IndexCache()
+
+    def for_namespace(self, namespace: str) -> LocalBackend:
+        version, index = self.cache.index_for(MemoryStore(self.client, namespace))
+        return LocalBackend(index, version)
+
+    def version(self, namespace: str) -> int:
+        return MemoryStore(self.client, namespace).version()
+
+    def close(self) -> None:
+        return None
+

@@ -1,0 +1,46 @@
+"""An in-process backend over a list of memories: the fake for unit tests,
+the engine of the fake Nous server, and the baseline in benchmarks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from worker.backends.filtering import is_empty, matches
+from worker.backends.lexical_index import LexicalIndex
+from worker.pipeline.records import Filters, Hit, Memory
+
+
+class InMemoryBackend:
+    name = "memory"
+
+    def __init__(self, memories: Iterable[Memory] = (), delay_seconds: float = 0.0) -> None:
+        self._memories = {m.id: m for m in memories}
+        self._index = LexicalIndex(list(self._memories.values()))
+        self.delay_seconds = delay_seconds
+        self.calls = 0
+
+    def upsert(self, memories: Iterable[Memory]) -> None:
+        self._memories.update({m.id: m for m in memories})
+        self._index = LexicalIndex(list(self._memories.values()))
+
+    def delete(self, ids: Iterable[str]) -> None:
+        for memory_id in ids:
+            self._memories.pop(memory_id, None)
+        self._index = LexicalIndex(list(self._memories.values()))
+
+    def search(
+        self, query: str, limit: int, filters: Filters, timeout: float | None = None
+    ) -> list[Hit]:
+        self.calls += 1
+        if self.delay_seconds:
+            time.sleep(self.delay_seconds)
+        keep = None if is_empty(filters) else (lambda m: matches(m, filters))
+        return self._index.search(query, limit, keep)
+
+    def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,136 @@
+"""The ``nous`` backend: HTTP to a Nous memory server (httpx, pooled).
+
+Facts about the real server this client handles:
+- errors come as JSON ``{"error": ...}`` with 400/404, unhandled ones as
+  ``500 text/plain``;
+- an empty result may come without the ``qcs`` key;
+- a ``limit`` above 33 makes it fall back silently to an unscored substring
+  match, so no call ever asks for more than ``max_limit`` (33);
+- scores are in [0, 1] and not max-normalised.
+Every failure is raised as ``BackendUnavailable`` (could not reach it, timed
+out, 5xx) or ``BackendProtocolError`` (4xx, or an answer of the wrong shape).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from ferret.errors import BackendError, BackendProtocolError, BackendUnavailable
+from ferret.settings import NousSettings
+from worker.pipeline.records import Filters, Hit, Memory
+
+NAME = "nous"
+
+
+def _search_body(query: str, limit: int, filters: Filters) -> dict[str, Any]:
+    body: dict[str, Any] = {"query": query, "limit": limit}
+    for key in ("type", "subtype", "lifecycle"):
+        value = getattr(filters, key)
+        if value:
+            body[key] = value
+    if filters.time_range:
+        body["time_range"] = filters.time_range.model_dump(mode="json", exclude_none=True)
+    if filters.cluster_ids:
+        body["cluster_ids"] = list(filters.cluster_ids)
+    return body
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        payload = response.json()
+    except ValueError:
+        return response.text[:200] or response.reason_phrase
+    if isinstance(payload, dict) and "error" in payload:
+        return str(payload["error"])[:200]
+    return str(payload)[:200]
+
+
+def _to_hit(item: Any) -> Hit:
+    if not isinstance(item, dict):
+        raise BackendProtocolError(NAME, f"search item is {type(item).__name__}, not an object")
+    score = item.get("score")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise BackendProtocolError(NAME, f"search item {item.get('id')!r} has no numeric score")
+    try:
+        memory = Memory.model_validate(item)
+    except ValidationError as exc:
+        raise BackendProtocolError(NAME, f"search item is not a node: {exc.errors()[0]['msg']}") from exc
+    clipped = min(1.0, max(0.0, float(score)))
+    return Hit.of(memory, clipped)
+
+
+class NousBackend:
+    name = NAME
+
+    def __init__(self, settings: NousSettings, transport: httpx.BaseTransport | None = None) -> None:
+        self.settings = settings
+        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+        self._client = httpx.Client(
+            base_url=settings.base_url.rstrip("/") + "/",
+            headers=headers,
+            timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
+            limits=httpx.Limits(max_connections=settings.max_connections),
+            transport=transport,
+        )
+
+    def _post(self, path: str, body: dict[str, Any], timeout: float | None) -> Any:
+        budget = self.settings.timeout_seconds if timeout is None else min(timeout, self.settings.timeout_seconds)
+        if budget <= 0:
+            raise BackendUnavailable(NAME, f"no time left for {path}")
+        try:
+            response = self._client.post(
+                path, json=body,
+                timeout=httpx.Timeout(budget, connect=min(budget, self.settings.connect_timeout_seconds)),
+            )
+        except httpx.TimeoutException as exc:
+            raise BackendUnavailable(NAME, f"{path} timed out after {budget:.2f}s") from exc
+        except httpx.HTTPError as exc:
+            raise BackendUnavailable(NAME, f"{path} failed: {type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 500:
+            raise BackendUnavailable(NAME, f"{path} answered {response.status_code}: {_error_text(response)}")
+        if response.status_code >= 400:
+            raise BackendProtocolError(NAME, f"{path} answered {response.status_code}: {_error_text(response)}")
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise BackendProtocolError(NAME, f"{path} answered invalid JSON") from exc
+
+    def search(
+        self, query: str, limit: int, filters: Filters, timeout: float | None = None
+    ) -> list[Hit]:
+        capped = max(1, min(limit, self.settings.max_limit))
+        payload = self._post("search", _search_body(query, capped, filters), timeout)
+        if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
+            raise BackendProtocolError(NAME, "search answer has no 'data' list")
+        hits = [_to_hit(item) for item in payload["data"]]
+        return sorted(hits, key=lambda h: (-h.score, h.id))
+
+    def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
+        try:
+            payload = self._post("classify-query", {"query": query}, timeout)
+        except BackendError:
+            return None
+        return payload if isinstance(payload, dict) else None
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class NousBackends:
+    """Nous has no namespaces: every namespace shares the one client."""
+
+    def __init__(self, settings: NousSettings, transport: httpx.BaseTransport | None = None) -> None:
+        self.backend = NousBackend(settings, transport)
+
+    def for_namespace(self, namespace: str) -> NousBackend:
+        return self.backend
+
+    def version(self, namespace: str) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.backend.close()

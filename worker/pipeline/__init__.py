@@ -1,0 +1,1 @@
+"""The retrieval pipeline: one module per stage, composed by the orchestrator."""

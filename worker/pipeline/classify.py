@@ -1,0 +1,199 @@
+"""Stage 1, classify: pure regex, well under a millisecond.
+
+Reports every disqualifier category that matches (not only the first), the
+query type with a confidence (patterns in English, French, Spanish and
+German), the main entity and attribute, and the section intents.
+
+Disqualifiers:
+    D1 reasoning, D2 negation, D3 time reference, D4 compound,
+    D5 unresolved reference, D6 exploration.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from worker.pipeline.records import Section
+from worker.pipeline.sections import classify_intent
+
+
+class QueryType(str, enum.Enum):
+    FACTUAL = "FACTUAL"
+    RELATIONAL = "RELATIONAL"
+    COMPARATIVE = "COMPARATIVE"
+    EXPLORATORY = "EXPLORATORY"
+    PROCEDURAL = "PROCEDURAL"
+    ANALYTICAL = "ANALYTICAL"
+    UNKNOWN = "UNKNOWN"
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    disqualifiers: tuple[str, ...]
+    query_type: QueryType
+    confidence: float
+    entity: str | None
+    attribute: str | None
+    entities: tuple[str, ...]
+    intents: tuple[Section, ...]
+    keyword_matches: int
+
+    @property
+    def is_compound(self) -> bool:
+        return "D4" in self.disqualifiers
+
+
+def _rx(*alternatives: str) -> re.Pattern[str]:
+    return re.compile(r"(?:" + "|".join(alternatives) + r")", re.IGNORECASE)
+
+
+QUESTION_WORD = (
+    r"what(?:'s|s)?|when|where|who|whom|whose|which|how|why"
+)
+
+_DISQUALIFIERS: dict[str, re.Pattern[str]] = {
+    "D1": _rx(r"\bwhy\b", r"\bhow come\b", r"\bexplain\b", r"\breason(?:s|ing)?\b",
+              r"\bbecause\b", r"\bcaused?\b", r"\bshould i\b", r"\bwhat if\b",
+              r"\bpourquoi\b", r"\bpor qu[eé]\b", r"\bwarum\b"),
+    "D2": _rx(r"\bnot\b", r"\bnever\b", r"\bno\b", r"\bwithout\b", r"\bexcept\b",
+              r"\bnone\b", r"n't\b", r"\bnothing\b"),
+    "D3": _rx(r"\byesterday\b", r"\btoday\b", r"\btonight\b", r"\btomorrow\b",
+              r"\blast (?:week|month|year|night|time|session|trade)\b",
+              r"\b(?:this|next) (?:week|month|year)\b", r"\bago\b", r"\brecent(?:ly)?\b",
+              r"\bsince\b", r"\bbefore\b", r"\bafter\b", r"\bearlier\b", r"\blately\b",
+              r"\b(?:19|20)\d\d\b",
+              r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b(?=\s+\d)",
+              r"\b(?:january|february|march|april|june|july|august|september|october|november|december)\b",
+              r"\bwhen\b"),
+    "D4": _rx(r"\?[^?]+\?",
+              rf"(?:,|;|\band\b|\bbut\b|\bor\b)\s+(?:{QUESTION_WORD})\b",
+              r"\balso\b[^?]*\?", r",\s*also\b", r"\bas well as\b",
+              r"\b(?:and )?then\s+(?:" + QUESTION_WORD + r"|what|did|do|does|is|was)\b"),
+    "D5": _rx(r"^\s*(?:and\s+)?(?:it|that|this|those|these|they|them|he|she)\b",
+              r"\b(?:that one|the same one|the other one|what about it)\b",
+              r"\b(?:about|with|of) (?:it|that|them|this)\s*\??$"),
+    "D6": _rx(r"\beverything\b", r"\banything\b", r"\boverview\b", r"\bsummar(?:y|ise|ize)\b",
+              r"\btell me about\b", r"\bexplore\b", r"\bwhat do (?:i|we) know\b",
+              r"\bbrainstorm\b", r"\bideas?\b"),
+}
+
+# Query-type patterns, strongest first. EN / FR / ES / DE.
+_TYPE_PATTERNS: tuple[tuple[QueryType, re.Pattern[str]], ...] = (
+    (QueryType.COMPARATIVE, _rx(
+        r"\bcompar(?:e|ed|ing|ison)\b", r"\bversus\b", r"\bvs\.?\b", r"\bdifferences? between\b",
+        r"\bbetter than\b", r"\bworse than\b", r"\bcompar(?:er|é|ée|aison)\b", r"\bpar rapport [aà]\b",
+        r"\bcomparar\b", r"\bdiferencias? entre\b", r"\bvergleich(?:en)?\b", r"\bunterschied(?:e)?\b")),
+    (QueryType.RELATIONAL, _rx(
+        r"\brelationship between\b", r"\brelated to\b", r"\bconnection between\b", r"\blinked to\b",
+        r"\brelation entre\b", r"\blien entre\b", r"\brelaci[oó]n entre\b",
+        r"\bbeziehung zwischen\b", r"\bzusammenhang\b")),
+    (QueryType.PROCEDURAL, _rx(
+        r"\bhow to\b", r"\bhow do i\b", r"\bsteps?\b", r"\bprocess\b", r"\bprocedure\b",
+        r"\bplaybook\b", r"\bcomment faire\b", r"\b[ée]tapes?\b", r"\bproc[ée]dure\b",
+        r"\bc[oó]mo hacer\b", r"\bpasos\b", r"\bwie kann\b", r"\bschritte?\b", r"\banleitung\b")),
+    (QueryType.EXPLORATORY, _rx(
+        r"\boverview\b", r"\bsummar(?:y|ise|ize)\b", r"\btell me about\b", r"\beverything about\b",
+        r"\bexplore\b", r"\br[ée]sum[ée]\b", r"\bvue d'ensemble\b", r"\bresumen\b", r"\bresumir\b",
+        r"\bzusammenfassung\b", r"\b[uü]berblick\b")),
+    (QueryType.ANALYTICAL, _rx(
+        r"\bwhy\b", r"\banaly[sz](?:e|is)\b", r"\bevaluate\b", r"\bimpact\b", r"\bcauses?\b",
+        r"\bpourquoi\b", r"\banalyser\b", r"\bpor qu[ée]\b", r"\banalizar\b", r"\bwarum\b",
+        r"\banalysieren\b", r"\bauswirkung(?:en)?\b")),
+)
+
+_FACTUAL_WORDS = _rx(
+    r"^\s*(?:what(?:'s|s)?|who|where|when|which|whose|did|do|does|is|are|was|were|have|has)\b",
+    r"\b(?:quel(?:le)?s?|qui|o[uù]|quand|combien)\b",
+    r"\b(?:qu[ée]|cu[aá]l|d[oó]nde|cu[aá]ndo|qui[eé]n)\b",
+    r"^\s*(?:was|wer|wo|wann|welche[rs]?)\b",
+)
+_HOW_WORDS = _rx(r"^\s*how\b", r"\bcomment\b", r"\bc[oó]mo\b", r"^\s*wie\b")
+
+# Complexity keywords (seed 002): causal, analysis, comparison, multi-step, synthesis.
+_COMPLEXITY_KEYWORDS = re.compile(
+    r"\b(?:why|because|cause|analy[sz]e|analysis|evaluate|assess|compare|comparison|versus|"
+    r"advantages?|disadvantages?|pros|cons|trade-?offs?|steps|process|overview|summar(?:y|ize|ise)|"
+    r"relationship|impact|implications?|"
+    r"pourquoi|analyser|[ée]valuer|comparer|avantages|inconv[ée]nients|[ée]tapes|processus|r[ée]sumer|"
+    r"por qu[ée]|analizar|evaluar|comparar|ventajas|desventajas|pasos|proceso|resumir|"
+    r"warum|analysieren|bewerten|vergleichen|vorteile|nachteile|schritte|prozess|zusammenfassen)\b",
+    re.IGNORECASE,
+)
+
+_NOT_ENTITIES = frozenset(
+    "what what's whats when where who which how why is are was were did does do the a an and or "
+    "also my our i me we you it this that these those then tell show give find check compare "
+    "vs versus quel qui quand comment pourquoi qué cuál dónde cuándo cómo was wer wo wann wie "
+    "warum welche last next yesterday today".split()
+)
+_WORD = re.compile(r"[A-Za-zÀ-ÿ0-9][\w'&.-]*")
+_STOP = frozenset(
+    "a an the of to in on at for by with about from and or but is are was were be been do does "
+    "did my our your his her their its i me we you he she they it this that these those what "
+    "what's whats when where who which how why tell show give find check get me go going went "
+    "have has had also as well then after".split()
+)
+
+
+def _entities(query: str) -> tuple[str, ...]:
+    """Capitalised words and tickers that are not question or filler words."""
+    found: list[str] = []
+    for index, match in enumerate(_WORD.finditer(query)):
+        word = match.group().rstrip(".'")
+        lowered = word.lower()
+        if lowered in _NOT_ENTITIES or len(word) < 2:
+            continue
+        is_ticker = word.isupper() and word.isalpha()
+        starts_sentence = index == 0 or query[: match.start()].rstrip().endswith(("?", ".", "!"))
+        if is_ticker or (word[0].isupper() and not starts_sentence):
+            found.append(word)
+    return tuple(dict.fromkeys(found))
+
+
+def _attribute(query: str, entities: tuple[str, ...]) -> str | None:
+    skip = {e.lower() for e in entities}
+    words = [
+        w.group().lower() for w in _WORD.finditer(query)
+        if w.group().lower() not in _STOP and w.group().lower() not in skip
+    ]
+    return " ".join(words) or None
+
+
+def _query_type(query: str) -> tuple[QueryType, float]:
+    matched = [qtype for qtype, pattern in _TYPE_PATTERNS if pattern.search(query)]
+    if matched:
+        return matched[0], min(0.95, 0.8 + 0.05 * (len(matched) - 1))
+    if _HOW_WORDS.search(query):
+        return QueryType.ANALYTICAL, 0.5
+    if _FACTUAL_WORDS.search(query):
+        return QueryType.FACTUAL, 0.6
+    return QueryType.UNKNOWN, 0.3
+
+
+def _multi_entity(query: str, entities: tuple[str, ...]) -> bool:
+    """Two entities joined by and/&/vs: "BTC and SOL analysis"."""
+    if len(entities) < 2:
+        return False
+    names = "|".join(re.escape(e) for e in entities)
+    return re.search(rf"\b(?:{names})\s*(?:,|\band\b|&|\bvs\.?\b|\bversus\b)\s*(?:{names})\b", query) is not None
+
+
+def classify(query: str) -> Classification:
+    """Classify a query. Pure, deterministic, no I/O."""
+    entities = _entities(query)
+    found = [code for code, pattern in _DISQUALIFIERS.items() if pattern.search(query)]
+    if "D4" not in found and _multi_entity(query, entities):
+        found.append("D4")
+    query_type, confidence = _query_type(query)
+    return Classification(
+        disqualifiers=tuple(sorted(found)),
+        query_type=query_type,
+        confidence=confidence,
+        entity=entities[0] if entities else None,
+        attribute=_attribute(query, entities),
+        entities=entities,
+        intents=classify_intent(query),
+        keyword_matches=len(_COMPLEXITY_KEYWORDS.findall(query)),
+    )

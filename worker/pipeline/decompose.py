@@ -1,0 +1,91 @@
+"""Stage 3, decompose: split a compound query into sub-queries.
+
+Only compound (D4) queries of at most 500 characters are split. Strategies,
+first that yields two or more parts wins:
+
+1. several question marks            "What's BTC at? Did SOL close?"
+2. conjunction + question word       "X and how did Y go?"   (part keeps "how")
+3. "also"                            "Check BTC, also look at ETH"
+4. "as well as"                      union
+5. sequential "then" / "after that"  sequential merge
+6. multi-entity                      "BTC and SOL analysis" -> per entity
+
+Parts must be longer than 3 characters; at most ``max_parts`` are kept.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from worker.pipeline.classify import QUESTION_WORD, Classification
+
+MAX_DECOMPOSABLE_CHARS = 500
+MIN_PART_CHARS = 4
+
+MergeStrategy = Literal["none", "union", "sequential"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decomposition:
+    parts: tuple[str, ...]
+    strategy: str
+    merge: MergeStrategy
+
+    @property
+    def was_decomposed(self) -> bool:
+        return len(self.parts) > 1
+
+
+_CONJUNCTION = re.compile(
+    rf"(?:,\s*|\s+)(?:and|but|or|&)\s+(?=(?:{QUESTION_WORD})\b)|[,;]\s+(?=(?:{QUESTION_WORD})\b)",
+    re.IGNORECASE,
+)
+_ALSO = re.compile(r"(?:,\s*|\s+)(?:and\s+)?also\b\s*,?", re.IGNORECASE)
+_AS_WELL_AS = re.compile(r"\s*,?\s+as well as\s+", re.IGNORECASE)
+_SEQUENTIAL = re.compile(r"(?:,\s*|\s+)(?:and\s+)?(?:then|after that|afterwards)\b\s*,?", re.IGNORECASE)
+_TRIM = " \t\n,;:.!?"
+_LEADING_JOINER = re.compile(r"^(?:(?:and|also|but|then|plus)\b[\s,]*)+", re.IGNORECASE)
+
+
+def _clean(parts: list[str]) -> list[str]:
+    cleaned = [_LEADING_JOINER.sub("", p.strip(_TRIM)).strip(_TRIM) for p in parts]
+    return [p for p in cleaned if len(p) >= MIN_PART_CHARS]
+
+
+def _split(pattern: re.Pattern[str], query: str) -> list[str]:
+    return _clean(pattern.split(query))
+
+
+def _by_question_marks(query: str) -> list[str]:
+    if query.count("?") < 2:
+        return []
+    return _clean(query.split("?"))
+
+
+def _by_entity(query: str, classification: Classification) -> list[str]:
+    if len(classification.entities) < 2:
+        return []
+    attribute = classification.attribute or ""
+    return _clean([f"{entity} {attribute}".strip() for entity in classification.entities])
+
+
+def decompose(query: str, classification: Classification, max_parts: int) -> Decomposition:
+    """Split ``query`` if it is compound; one part means no decomposition."""
+    single = Decomposition(parts=(query,), strategy="none", merge="none")
+    if not classification.is_compound or len(query) > MAX_DECOMPOSABLE_CHARS:
+        return single
+    attempts: tuple[tuple[str, MergeStrategy, list[str]], ...] = (
+        ("question_marks", "union", _by_question_marks(query)),
+        ("conjunction", "union", _split(_CONJUNCTION, query)),
+        ("also", "union", _split(_ALSO, query)),
+        ("as_well_as", "union", _split(_AS_WELL_AS, query)),
+        ("sequential", "sequential", _split(_SEQUENTIAL, query)),
+        ("entity", "union", _by_entity(query, classification)),
+    )
+    for strategy, merge, parts in attempts:
+        unique = list(dict.fromkeys(parts))
+        if len(unique) > 1:
+            return Decomposition(parts=tuple(unique[:max_parts]), strategy=strategy, merge=merge)
+    return single

@@ -1,0 +1,278 @@
+"""The orchestrator: composes the stages under a deadline budget.
+
+classify -> decompose -> complexity -> parallel search with quality gate ->
+merge & select -> replace weak -> format. Each stage gets a span. Stages that
+do not fit in the budget are skipped and recorded; the result is then
+``partial``. A failing sub-query yields no hits, not a failed job; only when
+every search failed on the backend is the error raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from ferret.errors import BackendError
+from ferret.settings import PipelineSettings
+from worker.backends.base import Backend
+from worker.pipeline import quality_gate
+from worker.pipeline.budget import Budget
+from worker.pipeline.classify import Classification, classify
+from worker.pipeline.complexity import Complexity, Route, evaluate_complexity
+from worker.pipeline.decompose import Decomposition, decompose
+from worker.pipeline.formatting import estimate_tokens, format_context
+from worker.pipeline.merge import merge_and_select
+from worker.pipeline.parallel import TimedOut, run_parallel
+from worker.pipeline.records import NO_FILTERS, Filters, Hit, SubQueryOutcome
+from worker.pipeline.replace import replace_weak
+from worker.pipeline.tracing import NoopTracer, Tracer
+
+logger = logging.getLogger(__name__)
+
+# Below this much time left, optional stages (retry, replacement) are skipped.
+MIN_STAGE_SECONDS = 0.005
+
+
+@dataclass
+class PipelineStats:
+    complexity_score: float = 0.0
+    route: str = Route.SIMPLE.value
+    query_type: str = ""
+    disqualifiers: list[str] = field(default_factory=list)
+    intents: list[str] = field(default_factory=list)
+    was_decomposed: bool = False
+    decomposition_strategy: str = "none"
+    sub_queries: list[str] = field(default_factory=list)
+    retries: int = 0
+    replacements_attempted: int = 0
+    replacements_successful: int = 0
+    sub_query_errors: int = 0
+    sub_query_timeouts: int = 0
+    remote_classifier: str = "off"
+    candidates: int = 0
+    context_tokens: int = 0
+    stage_ms: dict[str, float] = field(default_factory=dict)
+    skipped_stages: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    hits: tuple[Hit, ...]
+    context: str
+    stats: PipelineStats
+    partial: bool
+    sub_queries: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    classification: Classification
+    decomposition: Decomposition
+    complexity: Complexity
+    limit: int
+
+
+class _Run:
+    """One pipeline run: the inputs every stage needs, and the stats."""
+
+    def __init__(self, query: str, backend: Backend, settings: PipelineSettings,
+                 filters: Filters, budget: Budget, tracer: Tracer, record_query: bool) -> None:
+        self.query = query
+        self.backend = backend
+        self.settings = settings
+        self.filters = filters
+        self.budget = budget
+        self.tracer = tracer
+        self.record_query = record_query
+        self.stats = PipelineStats()
+        self.partial = False
+
+    def text(self, value: str) -> str | None:
+        return value if self.record_query else None
+
+    def skip(self, stage: str) -> None:
+        self.stats.skipped_stages.append(stage)
+        self.partial = True
+
+    def timed(self, stage: str, span: Any) -> None:
+        self.stats.stage_ms[stage] = round(span.duration_ms, 3)
+
+
+def _remote_classification(run: _Run, local: Classification) -> Classification:
+    remote = run.backend.classify(run.query, timeout=run.budget.cap(run.settings.timeout_seconds))
+    if remote is None:
+        run.stats.remote_classifier = "failed"
+        return local
+    run.stats.remote_classifier = "ok"
+    extra = remote.get("disqualifier_category")
+    codes = set(local.disqualifiers) | ({extra} if isinstance(extra, str) and extra else set())
+    entity = local.entity or (remote.get("entity") if isinstance(remote.get("entity"), str) else None)
+    return Classification(
+        disqualifiers=tuple(sorted(codes)), query_type=local.query_type,
+        confidence=local.confidence, entity=entity, attribute=local.attribute,
+        entities=local.entities, intents=local.intents, keyword_matches=local.keyword_matches,
+    )
+
+
+def _plan(run: _Run, use_remote_classifier: bool) -> _Plan:
+    with run.tracer.span("classify") as span:
+        classification = classify(run.query)
+        if use_remote_classifier:
+            classification = _remote_classification(run, classification)
+        span.set(disqualifiers=list(classification.disqualifiers),
+                 query_type=classification.query_type.value,
+                 intents=[s.value for s in classification.intents])
+    run.timed("classify", span)
+    with run.tracer.span("decompose") as span:
+        decomposition = decompose(run.query, classification, run.settings.max_sub_queries)
+        span.set(parts=len(decomposition.parts), strategy=decomposition.strategy)
+    run.timed("decompose", span)
+    with run.tracer.span("complexity") as span:
+        complexity = evaluate_complexity(classification, len(decomposition.parts))
+        span.set(score=complexity.score, route=complexity.route.value)
+    run.timed("complexity", span)
+    factor = 1.0 if complexity.route is Route.SIMPLE else run.settings.moderate_depth_factor
+    limit = round(run.settings.search_limit_per_query * factor)
+    stats = run.stats
+    stats.complexity_score, stats.route = complexity.score, complexity.route.value
+    stats.query_type = classification.query_type.value
+    stats.disqualifiers = list(classification.disqualifiers)
+    stats.intents = [s.value for s in classification.intents]
+    stats.was_decomposed = decomposition.was_decomposed
+    stats.decomposition_strategy = decomposition.strategy
+    stats.sub_queries = list(decomposition.parts)
+    return _Plan(classification, decomposition, complexity, limit)
+
+
+def _search_one(run: _Run, index: int, query: str, plan: _Plan, parent: str | None) -> SubQueryOutcome:
+    """One sub-query: search, then the quality gate's single retry if weak."""
+    settings, budget = run.settings, run.budget
+    with run.tracer.span("search.sub_query", parent=parent, index=index, query=run.text(query)) as span:
+        hits = run.backend.search(query, plan.limit, run.filters, timeout=budget.cap(settings.timeout_seconds))
+        retried, reformulation = False, None
+        for _ in range(settings.max_retries):
+            if not quality_gate.is_weak(hits, settings.quality_threshold):
+                break
+            reformulation = quality_gate.reformulate(query, plan.classification)
+            if reformulation is None or not budget.has(MIN_STAGE_SECONDS):
+                break
+            logger.info("stage=quality_gate retrying weak sub-query %d", index)
+            extra = run.backend.search(reformulation, plan.limit, run.filters.without_subtype(),
+                                       timeout=budget.cap(settings.timeout_seconds))
+            hits = list(quality_gate.merge_by_id(hits, extra))
+            retried = True
+        span.set(hits=len(hits), top_score=max((h.score for h in hits), default=0.0), retried=retried,
+                 reformulation=run.text(reformulation) if retried else None)
+    return SubQueryOutcome(index=index, query=query, hits=tuple(hits), retried=retried,
+                           reformulation=reformulation if retried else None)
+
+
+def _search(run: _Run, plan: _Plan) -> list[SubQueryOutcome]:
+    parts = plan.decomposition.parts
+    with run.tracer.span("search", sub_queries=len(parts), limit=plan.limit) as span:
+        tasks = [
+            (lambda i=i, q=q: _search_one(run, i, q, plan, span.span_id)) for i, q in enumerate(parts)
+        ]
+        slots = run_parallel(tasks, timeout=run.budget.cap(run.settings.timeout_seconds))
+        outcomes: list[SubQueryOutcome] = []
+        errors: list[BaseException] = []
+        for index, slot in enumerate(slots):
+            if isinstance(slot, SubQueryOutcome):
+                outcomes.append(slot)
+                continue
+            if isinstance(slot, TimedOut):
+                run.stats.sub_query_timeouts += 1
+                run.partial = True
+                outcomes.append(SubQueryOutcome(index, parts[index], (), timed_out=True))
+                continue
+            errors.append(slot)
+            logger.warning("stage=search sub-query %d failed: %s", index, slot)
+            outcomes.append(SubQueryOutcome(index, parts[index], (), error=str(slot)[:300]))
+        run.stats.sub_query_errors = len(errors)
+        run.stats.retries = sum(o.retried for o in outcomes)
+        span.set(errors=len(errors), timeouts=run.stats.sub_query_timeouts, retries=run.stats.retries)
+    run.timed("search", span)
+    if errors and len(errors) == len(parts):
+        first = errors[0]
+        raise first if isinstance(first, BackendError) else BackendError(run.backend.name, str(first))
+    return outcomes
+
+
+def _replace(run: _Run, merged: tuple[Hit, ...]) -> tuple[Hit, ...]:
+    settings = run.settings
+    if not run.budget.has(MIN_STAGE_SECONDS):
+        run.skip("replace")
+        return merged
+
+    def search(query: str, limit: int) -> list[Hit]:
+        return run.backend.search(query, limit, run.filters, timeout=run.budget.cap(settings.timeout_seconds))
+
+    with run.tracer.span("replace") as span:
+        outcome = replace_weak(merged, search, floor=settings.replacement_floor,
+                               max_replacements=settings.max_replacements,
+                               has_time=lambda: run.budget.has(MIN_STAGE_SECONDS))
+        span.set(attempted=outcome.attempted, successful=outcome.successful, dropped=len(outcome.dropped))
+    run.timed("replace", span)
+    run.stats.replacements_attempted = outcome.attempted
+    run.stats.replacements_successful = outcome.successful
+    return outcome.hits
+
+
+def _finish(run: _Run, hits: tuple[Hit, ...], sub_queries: tuple[str, ...]) -> PipelineResult:
+    with run.tracer.span("format", hits=len(hits)) as span:
+        context = format_context(hits, run.settings.max_context_tokens)
+        run.stats.context_tokens = estimate_tokens(context)
+    run.timed("format", span)
+    return PipelineResult(hits=hits, context=context, stats=run.stats, partial=run.partial,
+                          sub_queries=sub_queries)
+
+
+def _single_search(run: _Run) -> PipelineResult:
+    """The off switch: one search, formatted, nothing else."""
+    settings = run.settings
+    with run.tracer.span("search", sub_queries=1) as span:
+        hits = run.backend.search(run.query, settings.search_limit_per_query, run.filters,
+                                  timeout=run.budget.cap(settings.timeout_seconds))
+    run.timed("search", span)
+    run.stats.sub_queries = [run.query]
+    ranked = tuple(sorted(hits, key=lambda h: (-h.score, h.id))[: settings.max_results])
+    return _finish(run, ranked, (run.query,))
+
+
+def run_pipeline(
+    query: str,
+    backend: Backend,
+    settings: PipelineSettings,
+    *,
+    filters: Filters = NO_FILTERS,
+    budget: Budget | None = None,
+    tracer: Tracer | None = None,
+    max_results: int | None = None,
+    record_query: bool = True,
+    use_remote_classifier: bool = False,
+) -> PipelineResult:
+    """Run the whole retrieval pipeline for one query."""
+    if max_results is not None:
+        settings = settings.model_copy(update={"max_results": max_results})
+    run = _Run(query, backend, settings, filters, budget or Budget(), tracer or NoopTracer(), record_query)
+    if not settings.enabled:
+        return _single_search(run)
+    plan = _plan(run, use_remote_classifier)
+    if run.budget.expired():
+        run.skip("search")
+        return _finish(run, (), plan.decomposition.parts)
+    outcomes = _search(run, plan)
+    run.stats.candidates = sum(len(o.hits) for o in outcomes)
+    with run.tracer.span("merge") as span:
+        merged = merge_and_select(
+            outcomes, intents=plan.classification.intents, intent_boost=settings.intent_boost,
+            relevance_ratio=settings.relevance_ratio, max_results=settings.max_results,
+        )
+        span.set(candidates=run.stats.candidates, selected=len(merged))
+    run.timed("merge", span)
+    final = _replace(run, merged)
+    return _finish(run, final, plan.decomposition.parts)

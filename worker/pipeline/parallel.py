@@ -1,0 +1,64 @@
+"""Stage 4 helper: run sub-query searches in parallel under a timeout.
+
+The only place Ferret uses threads. One task runs inline (no pool). The pool
+is created once per process (and again after a fork); tasks still running at
+the timeout are abandoned, not waited for: their own backend timeouts end
+them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_POOL_SIZE = 16
+_pool: ThreadPoolExecutor | None = None
+_pool_pid: int | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool, _pool_pid
+    with _pool_lock:
+        if _pool is None or _pool_pid != os.getpid():
+            _pool = ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="ferret-search")
+            _pool_pid = os.getpid()
+        return _pool
+
+
+class TimedOut:
+    """Marks a task that had not finished when the timeout came."""
+
+    def __repr__(self) -> str:
+        return "TimedOut()"
+
+
+TIMED_OUT = TimedOut()
+
+
+def run_parallel(
+    tasks: Sequence[Callable[[], T]], timeout: float
+) -> list[T | TimedOut | BaseException]:
+    """Run ``tasks``; each slot holds a result, the exception raised, or TIMED_OUT."""
+    if len(tasks) == 1:
+        try:
+            return [tasks[0]()]
+        except Exception as exc:
+            return [exc]
+    futures: list[Future[T]] = [_executor().submit(task) for task in tasks]
+    wait(futures, timeout=max(timeout, 0.0))
+    slots: list[T | TimedOut | BaseException] = []
+    for future in futures:
+        if not future.done():
+            future.cancel()
+            slots.append(TIMED_OUT)
+        elif future.exception() is not None:
+            slots.append(future.exception())  # type: ignore[arg-type]
+        else:
+            slots.append(future.result())
+    return slots

@@ -1,0 +1,129 @@
+"""Small declared records passed between pipeline stages.
+
+Memories and filters are pydantic models (they come from outside and are
+validated); hits are frozen dataclasses (made in hot loops). Stages never
+mutate what they are given: they return new records.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Section(str, enum.Enum):
+    EPISODIC = "EPISODIC"
+    SIGNALS = "SIGNALS"
+    KNOWLEDGE = "KNOWLEDGE"
+    PROCEDURAL = "PROCEDURAL"
+
+
+class Memory(BaseModel):
+    """One memory node, with Nous-compatible field names."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str = Field(min_length=1, max_length=256)
+    type: str = "concept"
+    subtype: str | None = None
+    content_title: str = ""
+    content_body: str = ""
+    content_summary: str = ""
+    provenance_created_at: str | None = None
+    temporal_event_time: str | None = None
+    state_lifecycle: str | None = None
+    cluster_ids: tuple[str, ...] = ()
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_printable(cls, value: str) -> str:
+        if any(ord(ch) < 32 for ch in value):
+            raise ValueError("must not contain control characters")
+        return value
+
+    @model_validator(mode="after")
+    def _has_text(self) -> Memory:
+        if not (self.content_title or self.content_body or self.content_summary):
+            raise ValueError("needs content_title, content_body or content_summary")
+        return self
+
+    @property
+    def text(self) -> str:
+        """All searchable text of the memory."""
+        return " ".join(p for p in (self.content_title, self.content_body, self.content_summary) if p)
+
+
+class TimeRange(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    start: datetime | None = None
+    end: datetime | None = None
+    type: Literal["event", "ingestion", "any"] = "any"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeRange:
+        if self.start and self.end and self.start > self.end:
+            raise ValueError("start must not be after end")
+        return self
+
+
+class Filters(BaseModel):
+    """Search filters, propagated to every sub-query."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str | None = None
+    subtype: str | None = None
+    lifecycle: str | None = None
+    time_range: TimeRange | None = None
+    cluster_ids: tuple[str, ...] | None = None
+
+    def without_subtype(self) -> Filters:
+        return self.model_copy(update={"subtype": None})
+
+
+NO_FILTERS = Filters()
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A memory with its score. ``original_score`` is the backend's score."""
+
+    memory: Memory
+    score: float
+    original_score: float
+    sub_query: int = 0
+    boosted: bool = False
+
+    @classmethod
+    def of(cls, memory: Memory, score: float) -> Hit:
+        return cls(memory=memory, score=score, original_score=score)
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+
+@dataclass(frozen=True, slots=True)
+class SubQueryOutcome:
+    """What one sub-query's search (with its quality gate) produced."""
+
+    index: int
+    query: str
+    hits: tuple[Hit, ...]
+    retried: bool = False
+    reformulation: str | None = None
+    error: str | None = None
+    timed_out: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceOutcome:
+    hits: tuple[Hit, ...]
+    attempted: int = 0
+    successful: int = 0
+    dropped: tuple[str, ...] = field(default_factory=tuple)

@@ -1,0 +1,116 @@
+"""Tracing: spans shaped like OpenTelemetry spans.
+
+Three implementations of one small interface: ``NoopTracer`` (records
+nothing), ``SpanCollector`` (keeps spans in memory: the worker writes them to
+Redis with the result, tests read them as a spy). A tracer never fails the
+work: it only appends to a list.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def new_trace_id() -> str:
+    return secrets.token_hex(16)
+
+
+def new_span_id() -> str:
+    return secrets.token_hex(8)
+
+
+@dataclass
+class Span:
+    name: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    start_time_unix_nano: int
+    end_time_unix_nano: int = 0
+    attributes: dict[str, Any] = field(default_factory=dict)
+    status: str = "OK"
+
+    @property
+    def duration_ms(self) -> float:
+        return (self.end_time_unix_nano - self.start_time_unix_nano) / 1e6
+
+    def set(self, **attributes: Any) -> None:
+        self.attributes.update(attributes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
+            "parent_span_id": self.parent_span_id,
+            "start_time_unix_nano": self.start_time_unix_nano,
+            "end_time_unix_nano": self.end_time_unix_nano,
+            "duration_ms": round(self.duration_ms, 3),
+            "attributes": self.attributes,
+            "status": self.status,
+        }
+
+
+class NoopTracer:
+    """Records nothing; spans still carry timings for the caller's use."""
+
+    trace_id = "0" * 32
+    root_span_id: str | None = None
+
+    @contextmanager
+    def span(self, name: str, parent: str | None = None, **attributes: Any) -> Iterator[Span]:
+        span = Span(name, self.trace_id, "0" * 16, parent, time.time_ns(), attributes=attributes)
+        try:
+            yield span
+        finally:
+            span.end_time_unix_nano = time.time_ns()
+
+    def add(self, span: Span) -> None:
+        return None
+
+    @property
+    def spans(self) -> list[Span]:
+        return []
+
+
+class SpanCollector:
+    """Keeps finished spans in memory, at most ``max_spans`` of them."""
+
+    def __init__(self, trace_id: str | None = None, max_spans: int = 500) -> None:
+        self.trace_id = trace_id or new_trace_id()
+        self.max_spans = max_spans
+        self.dropped = 0
+        self._spans: list[Span] = []
+        self.root_span_id: str | None = None
+
+    @contextmanager
+    def span(self, name: str, parent: str | None = None, **attributes: Any) -> Iterator[Span]:
+        parent = parent or self.root_span_id
+        span = Span(name, self.trace_id, new_span_id(), parent, time.time_ns(), attributes=attributes)
+        try:
+            yield span
+        except BaseException as exc:
+            span.status = "ERROR"
+            span.attributes.setdefault("error", f"{type(exc).__name__}: {exc}"[:500])
+            raise
+        finally:
+            span.end_time_unix_nano = time.time_ns()
+            self.add(span)
+
+    def add(self, span: Span) -> None:
+        if len(self._spans) >= self.max_spans:
+            self.dropped += 1
+            return
+        self._spans.append(span)
+
+    @property
+    def spans(self) -> list[Span]:
+        return sorted(self._spans, key=lambda s: s.start_time_unix_nano)
+
+
+Tracer = NoopTracer | SpanCollector
