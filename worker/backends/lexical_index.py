@@ -9,6 +9,7 @@ part of the question and nothing matches them). The result is clipped to 1.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -21,6 +22,8 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
 from worker.pipeline.records import Hit, Memory
+
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _STOPWORDS = frozenset(STOPWORDS_EN) | frozenset(

@@ -9,6 +9,7 @@ work: it only appends to a list.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,11 +88,21 @@ class SpanCollector:
         self.dropped = 0
         self._spans: list[Span] = []
         self.root_span_id: str | None = None
+        self._open = threading.local()  # per thread: the stack of open spans
+
+    def _stack(self) -> list[str]:
+        stack = getattr(self._open, "stack", None)
+        if stack is None:
+            stack = self._open.stack = []
+        return stack
 
     @contextmanager
     def span(self, name: str, parent: str | None = None, **attributes: Any) -> Iterator[Span]:
-        parent = parent or self.root_span_id
+        """A child of ``parent``, else of the innermost open span in this thread."""
+        stack = self._stack()
+        parent = parent or (stack[-1] if stack else self.root_span_id)
         span = Span(name, self.trace_id, new_span_id(), parent, time.time_ns(), attributes=attributes)
+        stack.append(span.span_id)
         try:
             yield span
         except BaseException as exc:
@@ -99,6 +110,7 @@ class SpanCollector:
             span.attributes.setdefault("error", f"{type(exc).__name__}: {exc}"[:500])
             raise
         finally:
+            stack.pop()
             span.end_time_unix_nano = time.time_ns()
             self.add(span)
 

@@ -1,0 +1,42 @@
+"""``ferret batch``: reprocess many queries, resumably."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ferret.cli.options import connected, fail, settings_of
+from ferret.errors import FerretError
+from producer.batch import run_batch
+from producer.client import Producer
+
+
+@click.command()
+@click.argument("input_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL file the results are written to.")
+@click.option("--resume", is_flag=True, help="Keep OUT and re-enqueue only lines with no final result.")
+@click.option("--wait", "wait_seconds", type=float, default=3600.0, show_default=True,
+              help="Seconds to wait for all results.")
+@click.pass_context
+def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wait_seconds: float) -> None:
+    """Enqueue every request in INPUT_FILE (JSONL) and collect the results into OUT."""
+    lines = input_file.read_text(encoding="utf-8", errors="replace").splitlines()
+    total = sum(1 for line in lines if line.strip())
+    try:
+        with connected(ctx) as client:
+            producer = Producer(client, settings_of(ctx))
+            with click.progressbar(length=total, label="batch", file=sys.stderr) as bar:
+                summary = run_batch(producer, lines, out_path, resume=resume, prefix=input_file.stem,
+                                    wait_seconds=wait_seconds, progress=bar.update)
+    except FerretError as exc:
+        fail(exc)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.by_status.items())) or "none"
+    click.echo(f"{summary.total} requests: {counts}; {summary.skipped_done} already done, "
+               f"{summary.unfinished} unfinished", err=True)
+    click.echo(json.dumps(summary.to_dict()))
+    if summary.unfinished:
+        sys.exit(3)

@@ -1,0 +1,121 @@
+"""``ferret demo``: the whole service on embedded defaults, then gone.
+
+Starts a private redis-server, loads the sample trading-memory corpus that
+ships with Ferret, starts two workers, sends a mix of prefetch and batch
+jobs (simple and compound), prints what came back, and stops everything it
+started.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+
+import click
+
+from ferret.cli import render
+from ferret.cli.options import settings_of
+from ferret.ingest import parse_memory_lines
+from ferret.redis_conn import EmbeddedRedis, client_for
+from producer.client import Producer
+from worker.backends.local import MemoryStore
+
+NAMESPACE = "demo"
+JOBS = (
+    ("prefetch", "What's my BTC thesis and how did my last SOL trade go?"),
+    ("prefetch", "what signals are firing right now?"),
+    ("prefetch", "BTC and SOL analysis"),
+    ("prefetch", "funding squeeze playbook"),
+    ("prefetch", "What lessons did I learn about stops? Also, which breakouts did I miss?"),
+    ("batch", "How do I trade a breakout retest?"),
+    ("batch", "What happened when the Fed held rates"),
+    ("batch", "ETH thesis as well as the DOGE pump"),
+    ("batch", "risk limits for open positions"),
+)
+
+
+def _start_workers(url: str, count: int) -> list[subprocess.Popen[bytes]]:
+    env = {**os.environ, "FERRET_REDIS__URL": url}
+    return [
+        subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env,
+                         stdout=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+
+
+def _await_workers(client, count: int, timeout: float = 30.0) -> None:
+    """Wait until ``count`` workers have registered, so timings exclude start-up."""
+    from rq import Worker
+
+    deadline = time.monotonic() + timeout
+    while Worker.count(connection=client) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _stop(workers: list[subprocess.Popen[bytes]]) -> None:
+    for process in workers:
+        process.terminate()
+    for process in workers:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@click.command()
+@click.option("--workers", default=2, show_default=True, help="Worker processes to start.")
+@click.pass_context
+def demo(ctx: click.Context, workers: int) -> None:
+    """Run the whole service on embedded defaults and show what it does."""
+    settings = settings_of(ctx)
+    corpus = resources.files("ferret.data").joinpath("sample_memories.jsonl").read_text()
+    with tempfile.TemporaryDirectory(prefix="ferret-demo-") as home:
+        server = EmbeddedRedis(home).start()
+        processes: list[subprocess.Popen[bytes]] = []
+        try:
+            client = client_for(server.url)
+            memories, _ = parse_memory_lines(corpus.splitlines())
+            MemoryStore(client, NAMESPACE).upsert(memories)
+            click.echo(f"redis: embedded at {server.url}; loaded {len(memories)} sample memories")
+            processes = _start_workers(server.url, workers)
+            _await_workers(client, workers)
+            producer = Producer(client, settings)
+            started = time.monotonic()
+            handles = [producer.enqueue({"query": q, "namespace": NAMESPACE, "queue": queue})
+                       for queue, q in JOBS]
+            click.echo(f"sent {len(handles)} jobs to {workers} workers\n")
+            results = [producer.wait(h, 30.0) for h in handles]
+            elapsed = time.monotonic() - started
+            _show(producer, JOBS, results, elapsed)
+        finally:
+            _stop(processes)
+            server.stop()
+    click.echo("\nstopped the workers and the embedded Redis.")
+
+
+def _show(producer: Producer, jobs, results, elapsed: float) -> None:
+    header = f"{'queue':<9} {'status':<8} {'route':<9} {'split':<5} {'retry':>5} {'repl':>5} {'hits':>4}  query"
+    click.echo(header)
+    for (queue, text), result in zip(jobs, results):
+        if result is None:
+            click.echo(f"{queue:<9} {'timeout':<8}  {text}")
+            continue
+        s = result.stats
+        click.echo(f"{queue:<9} {result.status:<8} {s.get('route', '-'):<9} "
+                   f"{'yes' if s.get('was_decomposed') else 'no':<5} {s.get('retries', 0):>5} "
+                   f"{s.get('replacements_successful', 0)}/{s.get('replacements_attempted', 0):>3} "
+                   f"{len(result.results):>4}  {text}")
+    click.echo(f"\nall {len(jobs)} jobs answered in {elapsed:.2f}s")
+    first = results[0]
+    if first is not None:
+        click.echo(f"\n--- {jobs[0][1]}\n")
+        click.echo(render.results_table(first))
+        click.echo()
+        click.echo(render.stats_block(first))
+        click.echo("\ncontext to inject:\n" + first.context)
+        click.echo()
+        click.echo(render.waterfall(producer.trace(first.job_id)))

@@ -1,0 +1,113 @@
+"""Queue-service commands: worker, query, result, trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ferret.cli import render
+from ferret.cli.options import build_filters, connected, fail, filter_options, namespace_option, settings_of
+from ferret.errors import FerretError
+from producer.client import Producer
+
+
+@click.command()
+@click.option("--queues", default="prefetch,batch", show_default=True,
+              help="Comma-separated queues; prefetch is always served before batch.")
+@click.option("--burst", is_flag=True, help="Exit when the queues are empty.")
+@click.option("--worker-class", type=click.Choice(["simple", "fork"]),
+              help="RQ worker class (default from settings: simple).")
+@click.pass_context
+def worker(ctx: click.Context, queues: str, burst: bool, worker_class: str | None) -> None:
+    """Run an RQ worker for Ferret's retrieval jobs."""
+    from worker.runner import run_worker
+
+    settings = settings_of(ctx)
+    names = [q.strip() for q in queues.split(",") if q.strip()]
+    level = ctx.find_root().params.get("log_level", "WARNING").upper()
+    try:
+        with connected(ctx) as client:
+            run_worker(client, settings, names, burst=burst, worker_class=worker_class, log_level=level)
+    except FerretError as exc:
+        fail(exc)
+
+
+@click.command()
+@click.argument("text")
+@namespace_option
+@filter_options
+@click.option("--queue", type=click.Choice(["prefetch", "batch"]), default="prefetch", show_default=True)
+@click.option("--request-id", help="Idempotency key: the same id is one job.")
+@click.option("--deadline", type=float, help="Seconds from now (default per queue).")
+@click.option("--max-results", type=int)
+@click.option("--wait", "wait_seconds", type=float, default=10.0, show_default=True,
+              help="Seconds to wait for the result (0: just enqueue).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id: str | None,
+          deadline: float | None, max_results: int | None, wait_seconds: float, as_json: bool,
+          **filter_args) -> None:
+    """Enqueue a retrieval job for TEXT and (by default) wait for its result."""
+    try:
+        with connected(ctx) as client:
+            producer = Producer(client, settings_of(ctx))
+            handle = producer.enqueue({
+                "query": text, "namespace": namespace, "queue": queue, "request_id": request_id,
+                "deadline_seconds": deadline, "filters": build_filters(**filter_args),
+                "options": {"max_results": max_results},
+            })
+            result = producer.wait(handle, wait_seconds) if wait_seconds > 0 else None
+    except FerretError as exc:
+        fail(exc)
+    if result is None:
+        click.echo(json.dumps({"job_id": handle.job_id, "status": "queued"}) if as_json
+                   else f"job {handle.job_id} enqueued on {handle.queue}; no result yet")
+        return
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    click.echo(f"job {result.job_id}")
+    click.echo(render.results_table(result))
+    click.echo(render.stats_block(result))
+
+
+@click.command()
+@click.argument("job_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def result(ctx: click.Context, job_id: str, as_json: bool) -> None:
+    """Show the result of JOB_ID (or its current status)."""
+    with connected(ctx) as client:
+        producer = Producer(client, settings_of(ctx))
+        found = producer.result(job_id)
+        status = found.status if found else producer.status(job_id)
+    if found is None:
+        click.echo(json.dumps({"job_id": job_id, "status": status}) if as_json
+                   else f"job {job_id}: {status}, no result")
+        sys.exit(0 if status != "unknown" else 1)
+    if as_json:
+        click.echo(found.model_dump_json(indent=2))
+        return
+    click.echo(render.results_table(found))
+    click.echo(render.stats_block(found))
+    if found.context:
+        click.echo("\ncontext:\n" + found.context)
+
+
+@click.command()
+@click.argument("job_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def trace(ctx: click.Context, job_id: str, as_json: bool) -> None:
+    """Draw the trace of JOB_ID as a waterfall."""
+    try:
+        with connected(ctx) as client:
+            spans = Producer(client, settings_of(ctx)).trace(job_id)
+    except FerretError as exc:
+        fail(exc)
+    click.echo(json.dumps(spans, indent=2) if as_json else render.waterfall(spans))
+
+
+COMMANDS = (worker, query, result, trace)

@@ -1,0 +1,60 @@
+"""Reading memories from JSONL: one Nous-style node per line.
+
+A malformed line never loses the good ones: every valid line is kept, and
+every invalid line is reported with its number and the field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from ferret.errors import InvalidMemory
+from worker.pipeline.records import Memory
+
+MAX_LINE_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class LineError:
+    line: int
+    error: InvalidMemory
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.error}"
+
+
+def parse_memory(text: str) -> Memory:
+    """One JSON object to a Memory; raises InvalidMemory naming the field."""
+    if len(text) > MAX_LINE_BYTES:
+        raise InvalidMemory("line", f"is longer than {MAX_LINE_BYTES} characters")
+    if "\x00" in text:
+        raise InvalidMemory("line", "contains a NUL byte")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidMemory("line", f"is not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise InvalidMemory("line", f"must be a JSON object, not {type(data).__name__}")
+    try:
+        return Memory.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "memory"
+        raise InvalidMemory(field, err["msg"].removeprefix("Value error, ")) from None
+
+
+def parse_memory_lines(lines: Iterable[str]) -> tuple[list[Memory], list[LineError]]:
+    memories: list[Memory] = []
+    errors: list[LineError] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            memories.append(parse_memory(line))
+        except InvalidMemory as exc:
+            errors.append(LineError(number, exc))
+    return memories, errors

@@ -1,0 +1,26 @@
+"""Run one request in this process, exactly as a worker would, without a queue."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import redis
+
+from ferret.contract import RetrievalRequest, RetrievalResult
+from ferret.settings import Settings
+from worker.job import WorkerContext, execute, init_context
+
+
+def run_in_process(client: redis.Redis, settings: Settings, request: RetrievalRequest,
+                   context: WorkerContext | None = None) -> tuple[RetrievalResult, dict[str, Any]]:
+    """Run ``request`` through the job adapter; return the result and its trace."""
+    ctx = context or init_context(settings, client)
+    deadline = request.deadline_seconds or settings.service.prefetch_deadline_seconds
+    now = time.time()
+    payload = {"request": request.model_dump(mode="json", exclude_none=True),
+               "enqueued_at": now, "deadline_at": now + deadline}
+    result = execute(ctx, payload, "run-" + uuid.uuid4().hex)
+    trace = ctx.results.trace(result.trace_id) if result.trace_id else None
+    return result, trace or {"trace_id": result.trace_id, "spans": []}

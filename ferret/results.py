@@ -1,0 +1,70 @@
+"""Results and traces in Redis: written once, read and waited on.
+
+The worker writes a final result, its trace and a "done" token in one Lua
+script: the first final result for a job wins (a job re-run after a crash
+cannot replace it), and every key gets a TTL. Waiters block on the done list
+(BLPOP) instead of polling, and put the token back for other waiters.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+
+from ferret import keys
+from ferret.contract import RetrievalResult
+
+_WRITE_ONCE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
+  if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[4]) end
+  redis.call('DEL', KEYS[3])
+  redis.call('RPUSH', KEYS[3], '1')
+  redis.call('EXPIRE', KEYS[3], ARGV[3])
+  return 1
+end
+return 0
+"""
+
+
+class ResultStore:
+    def __init__(self, client: redis.Redis, result_ttl: int = 86_400, trace_ttl: int = 86_400) -> None:
+        self.client = client
+        self.result_ttl = result_ttl
+        self.trace_ttl = trace_ttl
+        self._write_once = client.register_script(_WRITE_ONCE)
+
+    def write(self, result: RetrievalResult, trace: dict[str, Any] | None) -> bool:
+        """Store a final result (and trace); False if one was already there."""
+        trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
+        written = self._write_once(
+            keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id)],
+            args=[result.model_dump_json(), json.dumps(trace) if trace else "",
+                  self.result_ttl, self.trace_ttl],
+        )
+        return bool(written)
+
+    def read(self, job_id: str) -> RetrievalResult | None:
+        raw = self.client.get(keys.result(job_id))
+        return RetrievalResult.model_validate_json(raw) if raw else None
+
+    def exists(self, job_id: str) -> bool:
+        return bool(self.client.exists(keys.result(job_id)))
+
+    def wait(self, job_id: str, timeout: float) -> RetrievalResult | None:
+        """Block until the result exists or ``timeout`` seconds pass."""
+        found = self.read(job_id)
+        if found is not None or timeout <= 0:
+            return found
+        token = self.client.blpop([keys.done(job_id)], timeout=timeout)
+        if token is not None:
+            with self.client.pipeline(transaction=True) as pipe:  # wake other waiters too
+                pipe.rpush(keys.done(job_id), token[1])
+                pipe.expire(keys.done(job_id), self.result_ttl)
+                pipe.execute()
+        return self.read(job_id)
+
+    def trace(self, trace_id: str) -> dict[str, Any] | None:
+        raw = self.client.get(keys.trace(trace_id))
+        return json.loads(raw) if raw else None

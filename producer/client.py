@@ -1,0 +1,132 @@
+"""The producer library: enqueue, result, wait, trace.
+
+Requests are validated here before anything reaches Redis (and again by the
+worker). Jobs are JSON on the queue, never pickle. The same ``request_id``
+in the same namespace is one job: its job id is derived from the pair, and
+enqueueing it again returns the existing job unless that job was lost (no
+job and no result), in which case it is enqueued again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from rq import Queue
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
+from rq.serializers import JSONSerializer
+
+from ferret import keys
+from ferret.contract import JOB_FUNCTION, RetrievalRequest, RetrievalResult, parse_request
+from ferret.errors import JobNotFound
+from ferret.results import ResultStore
+from ferret.settings import Settings
+from worker.pipeline.tracing import new_trace_id
+
+
+@dataclass(frozen=True)
+class JobHandle:
+    job_id: str
+    queue: str
+    namespace: str
+    request_id: str | None
+    trace_id: str
+    duplicate: bool = False
+
+
+def job_id_for(namespace: str, request_id: str | None) -> str:
+    if request_id is None:
+        return "fr-" + uuid.uuid4().hex
+    digest = hashlib.sha256(f"{namespace}\0{request_id}".encode()).hexdigest()[:32]
+    return "fr-" + digest
+
+
+class Producer:
+    def __init__(self, client: redis.Redis, settings: Settings) -> None:
+        self.client = client
+        self.settings = settings
+        self.results = ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds)
+        self._queues = {
+            name: Queue(name, connection=client, serializer=JSONSerializer) for name in ("prefetch", "batch")
+        }
+
+    def _deadline(self, request: RetrievalRequest) -> float:
+        if request.deadline_seconds is not None:
+            return request.deadline_seconds
+        service = self.settings.service
+        return service.prefetch_deadline_seconds if request.queue == "prefetch" else service.batch_deadline_seconds
+
+    def _job_exists(self, job_id: str) -> bool:
+        return Job.exists(job_id, connection=self.client)
+
+    def _existing(self, request: RetrievalRequest, job_id: str) -> JobHandle | None:
+        raw = self.client.get(keys.request_job(request.namespace, request.request_id or ""))
+        if raw is None:
+            return None
+        trace_id = raw.decode()
+        if self._job_exists(job_id) or self.results.exists(job_id):
+            return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
+        return None  # claimed but lost (producer died before enqueueing): enqueue again
+
+    def enqueue(self, request: RetrievalRequest | dict[str, Any]) -> JobHandle:
+        """Validate and enqueue; raises InvalidRequest naming the bad field."""
+        request = parse_request(request, self.settings.limits)
+        job_id = job_id_for(request.namespace, request.request_id)
+        deadline = self._deadline(request)
+        trace_id = new_trace_id()
+        if request.request_id is not None:
+            claim = keys.request_job(request.namespace, request.request_id)
+            ttl = int(deadline + self.settings.service.result_ttl_seconds) + 1
+            if not self.client.set(claim, trace_id, nx=True, ex=ttl):
+                existing = self._existing(request, job_id)
+                if existing is not None:
+                    return existing
+                self.client.set(claim, trace_id, ex=ttl)
+        now = time.time()
+        payload = {
+            "request": request.model_dump(mode="json", exclude_none=True),
+            "enqueued_at": now,
+            "deadline_at": now + deadline,
+            "trace_id": trace_id,
+        }
+        self._queues[request.queue].enqueue_call(
+            JOB_FUNCTION, args=(payload,), job_id=job_id,
+            timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
+            result_ttl=self.settings.service.result_ttl_seconds,
+            failure_ttl=self.settings.service.result_ttl_seconds,
+        )
+        return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id)
+
+    def result(self, job: JobHandle | str) -> RetrievalResult | None:
+        return self.results.read(job if isinstance(job, str) else job.job_id)
+
+    def wait(self, job: JobHandle | str, timeout: float) -> RetrievalResult | None:
+        """Block (no polling) until the final result exists or ``timeout`` passes."""
+        return self.results.wait(job if isinstance(job, str) else job.job_id, timeout)
+
+    def status(self, job: JobHandle | str) -> str:
+        """A final status, or queued / started / deferred / unknown."""
+        job_id = job if isinstance(job, str) else job.job_id
+        found = self.results.read(job_id)
+        if found is not None:
+            return found.status
+        try:
+            rq_job = Job.fetch(job_id, connection=self.client, serializer=JSONSerializer)
+        except NoSuchJobError:
+            return "unknown"
+        return str(rq_job.get_status(refresh=False) or "unknown")
+
+    def trace(self, job: JobHandle | str) -> dict[str, Any]:
+        job_id = job if isinstance(job, str) else job.job_id
+        found = self.results.read(job_id)
+        if found is None or found.trace_id is None:
+            raise JobNotFound(f"no finished job {job_id}")
+        trace = self.results.trace(found.trace_id)
+        if trace is None:
+            raise JobNotFound(f"no trace for job {job_id} (expired, or the job failed before tracing)")
+        return trace

@@ -1,0 +1,26 @@
+"""Build the configured backend family once per process."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import redis
+
+from ferret.settings import Settings
+from worker.backends.base import Backend
+from worker.backends.local import LocalBackends
+from worker.backends.nous import NousBackends
+
+
+class Backends(Protocol):
+    def for_namespace(self, namespace: str) -> Backend: ...
+
+    def version(self, namespace: str) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def build_backends(settings: Settings, client: redis.Redis) -> Backends:
+    if settings.backend.kind == "nous":
+        return NousBackends(settings.backend.nous)
+    return LocalBackends(client)

@@ -1,0 +1,199 @@
+"""The RQ job: a thin adapter. Parse the payload, run the pipeline under the
+job's deadline, store the result and the trace.
+
+Every payload ends in exactly one stored result: ``expired`` when the job
+starts after its deadline, ``failed`` with a clear error for bad payloads,
+backend failures and hard timeouts, ``partial`` when the deadline cut the
+pipeline short, else ``ok``. Clients (Redis, httpx, indexes) are built once
+per worker process by ``WorkerContext``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from rq import get_current_job
+from rq.timeouts import JobTimeoutException
+
+from ferret.contract import RetrievalRequest, RetrievalResult, Timestamps, parse_request
+from ferret.errors import BackendError, FerretError, InvalidRequest
+from ferret.redis_conn import client_for
+from ferret.results import ResultStore
+from ferret.settings import Settings, load_settings
+from worker.backends.factory import Backends, build_backends
+from worker.pipeline.budget import Budget
+from worker.pipeline.orchestrator import PipelineResult, run_pipeline
+from worker.pipeline.tracing import Span, SpanCollector, new_span_id
+from worker.results_builder import result_items
+
+logger = logging.getLogger(__name__)
+
+@dataclass
+class WorkerContext:
+    settings: Settings
+    client: redis.Redis
+    backends: Backends
+    results: ResultStore
+    name: str
+
+
+_context: WorkerContext | None = None
+
+
+def init_context(settings: Settings, client: redis.Redis) -> WorkerContext:
+    """Build the per-process clients; called at worker start-up."""
+    global _context
+    _context = WorkerContext(
+        settings=settings,
+        client=client,
+        backends=build_backends(settings, client),
+        results=ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds),
+        name=f"{socket.gethostname()}:{os.getpid()}",
+    )
+    return _context
+
+
+def _get_context(connection: redis.Redis | None) -> WorkerContext:
+    if _context is None or _context.name.rsplit(":", 1)[1] != str(os.getpid()):
+        settings = load_settings()
+        if connection is None:
+            raise FerretError("no worker context and no RQ connection")
+        return init_context(settings, connection)
+    return _context
+
+
+@dataclass
+class _Envelope:
+    job_id: str
+    enqueued_at: float
+    deadline_at: float
+    trace_id: str | None
+    raw_request: Any
+
+
+def _envelope(payload: Any, job_id: str) -> _Envelope:
+    if not isinstance(payload, dict):
+        raise InvalidRequest("payload", f"must be an object, not {type(payload).__name__}")
+    enqueued_at, deadline_at = payload.get("enqueued_at"), payload.get("deadline_at")
+    for name, value in (("enqueued_at", enqueued_at), ("deadline_at", deadline_at)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidRequest(f"payload.{name}", "must be a number (epoch seconds)")
+    trace_id = payload.get("trace_id")
+    if trace_id is not None and (not isinstance(trace_id, str) or len(trace_id) != 32):
+        trace_id = None
+    return _Envelope(job_id, float(enqueued_at), float(deadline_at), trace_id, payload.get("request"))
+
+
+def _failed_envelope(payload: Any, job_id: str) -> _Envelope:
+    now = time.time()
+    data = payload if isinstance(payload, dict) else {}
+    enqueued = data.get("enqueued_at") if isinstance(data.get("enqueued_at"), (int, float)) else now
+    return _Envelope(job_id, float(enqueued), now, None, data.get("request"))
+
+
+def _result(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest | None, status: str,
+            started_at: float, trace_id: str, **fields: Any) -> RetrievalResult:
+    raw = env.raw_request if isinstance(env.raw_request, dict) else {}
+    return RetrievalResult(
+        job_id=env.job_id,
+        request_id=request.request_id if request else (raw.get("request_id") if isinstance(raw.get("request_id"), str) else None),
+        namespace=request.namespace if request else str(raw.get("namespace", "?"))[:64],
+        queue=request.queue if request else str(raw.get("queue", "?"))[:16],
+        status=status,  # type: ignore[arg-type]
+        timestamps=Timestamps(enqueued_at=env.enqueued_at, deadline_at=env.deadline_at,
+                              started_at=started_at, finished_at=time.time()),
+        trace_id=trace_id,
+        worker=ctx.name,
+        **fields,
+    )
+
+
+def _queue_wait_span(tracer: SpanCollector, env: _Envelope, started_ns: int) -> None:
+    tracer.add(Span("queue_wait", tracer.trace_id, new_span_id(), tracer.root_span_id,
+                    int(env.enqueued_at * 1e9), started_ns))
+
+
+def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: SpanCollector,
+         started_at: float) -> tuple[str, PipelineResult | None, str | None]:
+    remaining = env.deadline_at - started_at
+    if remaining <= 0:
+        return "expired", None, f"started {-remaining:.3f}s after its deadline"
+    budget = Budget.of_seconds(remaining)
+    try:
+        with tracer.span("pipeline") as span:
+            backend = ctx.backends.for_namespace(request.namespace)
+            outcome = run_pipeline(
+                request.query, backend, ctx.settings.pipeline, filters=request.filters, budget=budget,
+                tracer=tracer, max_results=request.options.max_results,
+                record_query=ctx.settings.service.record_query_text,
+                use_remote_classifier=ctx.settings.backend.nous.use_remote_classifier,
+            )
+            span.set(partial=outcome.partial)
+    except BackendError as exc:
+        logger.warning("job=%s stage=search backend failed: %s", env.job_id, exc)
+        return "failed", None, str(exc)
+    status = "partial" if outcome.partial or budget.expired() else "ok"
+    return status, outcome, None
+
+
+def execute(ctx: WorkerContext, payload: Any, job_id: str) -> RetrievalResult:
+    """Run one job payload to its single final result (and store it)."""
+    started_at, started_ns = time.time(), time.time_ns()
+    tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans)
+    request: RetrievalRequest | None = None
+    try:
+        env = _envelope(payload, job_id)
+        if env.trace_id:
+            tracer.trace_id = env.trace_id
+        request = parse_request(env.raw_request, ctx.settings.limits)
+    except InvalidRequest as exc:
+        env = _failed_envelope(payload, job_id)
+        result = _result(ctx, env, None, "failed", started_at, tracer.trace_id, error=f"invalid request: {exc}")
+        ctx.results.write(result, None)
+        logger.info("job=%s status=failed invalid request: %s", job_id, exc)
+        return result
+    with tracer.span("job", queue=request.queue, namespace=request.namespace) as root:
+        tracer.root_span_id = root.span_id
+        root.start_time_unix_nano = min(started_ns, int(env.enqueued_at * 1e9))
+        _queue_wait_span(tracer, env, started_ns)
+        try:
+            status, outcome, error = _run(ctx, env, request, tracer, started_at)
+        except JobTimeoutException:
+            status, outcome, error = "failed", None, "hard timeout: a stage hung past the job's deadline"
+        fields: dict[str, Any] = {"error": error}
+        if outcome is not None:
+            fields.update(
+                results=result_items(outcome.hits, outcome.sub_queries),
+                context=outcome.context if request.options.format == "text" else "",
+                stats={**outcome.stats.to_dict(), "cache_hit": False},
+            )
+        with tracer.span("result_write"):
+            result = _result(ctx, env, request, status, started_at, tracer.trace_id, **fields)
+        root.set(status=status)
+    trace = {"trace_id": tracer.trace_id, "job_id": job_id, "spans": [s.to_dict() for s in tracer.spans],
+             "dropped_spans": tracer.dropped}
+    ctx.results.write(result, trace)
+    took = (time.time() - started_at) * 1000
+    logger.info("job=%s status=%s results=%d took_ms=%.1f", job_id, status, len(result.results), took)
+    return result
+
+
+def run_retrieval(payload: Any) -> dict[str, Any]:
+    """RQ entry point. Returns a small JSON-able summary; the result is in Redis."""
+    job = get_current_job()
+    job_id = job.id if job else str(payload.get("job_id", "local")) if isinstance(payload, dict) else "local"
+    ctx = _get_context(job.connection if job else None)
+    try:
+        result = execute(ctx, payload, job_id)
+    except Exception as exc:  # last line of defence: still one final result
+        logger.exception("job=%s unexpected failure", job_id)
+        env = _failed_envelope(payload, job_id)
+        result = _result(ctx, env, None, "failed", time.time(), "0" * 32, error=f"internal error: {type(exc).__name__}: {exc}")
+        ctx.results.write(result, None)
+    return {"status": result.status, "results": len(result.results)}
