@@ -1,9 +1,9 @@
 """An in-memory BM25 index over memories (bm25s, Snowball stemming, stopwords).
 
 Scores are made comparable from query to query, never max-normalised: a
-document's BM25 score is divided by the sum of the query terms' IDF, which is
-what a document containing every query term once, at average length, would
-score. Terms the corpus has never seen count at the highest IDF (they are
+document's BM25 score is divided by what a document containing every query
+term once, at average length, would score (bm25s's Lucene variant gives such
+a term ``idf / (1 + k1)``). Terms the corpus has never seen count at the highest IDF (they are
 part of the question and nothing matches them). The result is clipped to 1.
 """
 
@@ -75,7 +75,7 @@ class LexicalIndex:
         tokens = tokenize(query)
         if not tokens or self._bm25 is None or limit <= 0:
             return []
-        scale = sum(self._idf(t) for t in tokens)
+        scale = sum(self._idf(t) for t in tokens) / (1 + self._bm25.k1)
         scores = self._bm25.get_scores(tokens) / scale
         order = np.flatnonzero(scores > 0)
         order = order[np.argsort(-scores[order], kind="stable")]

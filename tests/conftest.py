@@ -1,0 +1,95 @@
+"""Shared fixtures: a real redis-server per session, factories for memories."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import settings as hypothesis_settings
+
+from worker.pipeline.records import Memory
+
+hypothesis_settings.register_profile("ferret", deadline=None, derandomize=True, max_examples=150)
+hypothesis_settings.load_profile("ferret")
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "ferret" / "data" / "sample_memories.jsonl"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """A real redis-server (Debian's package) on a free loopback port."""
+
+    def __init__(self, directory: Path) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+        self.directory = directory
+        self.port = _free_port()
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(directory),
+             "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if redis.Redis.from_url(self.url).ping():
+                    return
+            except redis.ConnectionError:
+                time.sleep(0.02)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.__init__(self.directory)  # type: ignore[misc]
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_client(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushdb()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def make_memory() -> Callable[..., Memory]:
+    counter = iter(range(1, 1_000_000))
+
+    def factory(**fields: Any) -> Memory:
+        fields.setdefault("id", f"m{next(counter)}")
+        fields.setdefault("content_title", "untitled")
+        return Memory.model_validate(fields)
+
+    return factory
+
+
+@pytest.fixture(scope="session")
+def sample_memories() -> list[Memory]:
+    return [Memory.model_validate(json.loads(line)) for line in SAMPLE.read_text().splitlines()]

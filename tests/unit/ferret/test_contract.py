@@ -1,0 +1,47 @@
+import pytest
+
+from ferret.contract import parse_request
+from ferret.errors import InvalidRequest
+from ferret.settings import LimitSettings
+
+LIMITS = LimitSettings()
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"query": ""}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": "a\x00b"}, "query"),
+        ({"query": "x" * 10_000_000}, "query"),
+        ({}, "query"),
+        ({"query": 5}, "query"),
+        ({"query": "q", "filters": {"colour": "red"}}, "filters.colour"),
+        ({"query": "q", "filters": {"time_range": {"start": "not a date"}}}, "filters.time_range.start"),
+        ({"query": "q", "namespace": "a:b*"}, "namespace"),
+        ({"query": "q", "request_id": "x y"}, "request_id"),
+        ({"query": "q", "queue": "urgent"}, "queue"),
+        ({"query": "q", "deadline_seconds": -1}, "deadline_seconds"),
+        ({"query": "q", "deadline_seconds": 1e12}, "deadline_seconds"),
+        ({"query": "q", "options": {"max_results": 100000}}, "options.max_results"),
+        ({"query": "q", "surprise": 1}, "surprise"),
+    ],
+)
+def test_bad_input_names_the_field(payload, field):
+    with pytest.raises(InvalidRequest) as info:
+        parse_request(payload, LIMITS)
+    assert info.value.field == field
+
+
+def test_not_an_object():
+    with pytest.raises(InvalidRequest, match="request"):
+        parse_request([1, 2], LIMITS)
+
+
+def test_valid_request_defaults():
+    request = parse_request({"query": "BTC thesis"}, LIMITS)
+    assert (request.namespace, request.queue, request.deadline_seconds) == ("default", "prefetch", None)
+
+
+def test_json_text_accepted():
+    assert parse_request('{"query": "BTC", "queue": "batch"}', LIMITS).queue == "batch"

@@ -1,0 +1,20 @@
+from ferret.ingest import parse_memory_lines
+
+
+def test_malformed_lines_never_lose_good_ones():
+    lines = [
+        '{"id": "a", "content_title": "good one"}',
+        '{"id": "b", "content_title": ',  # truncated JSON
+        '[1, 2]',
+        '{"content_title": "no id"}',
+        '{"id": "c"}',  # no text at all
+        '',
+        '{"id": "d", "content_body": "good two", "cluster_ids": ["x"]}',
+        '{"id": "e\\u0000", "content_title": "nul in id"}',
+    ]
+    memories, errors = parse_memory_lines(lines)
+    assert [m.id for m in memories] == ["a", "d"]
+    assert [e.line for e in errors] == [2, 3, 4, 5, 8]
+    assert "not valid JSON" in str(errors[0]) and "line 2" in str(errors[0])
+    assert errors[2].error.field == "id"
+    assert "content_title" in str(errors[3])

@@ -1,0 +1,15 @@
+from ferret.cli.render import waterfall
+
+
+def test_waterfall_indents_children_and_shows_durations():
+    ms = 1_000_000
+    trace = {"trace_id": "t", "spans": [
+        {"name": "job", "span_id": "1", "parent_span_id": None, "start_time_unix_nano": 0,
+         "end_time_unix_nano": 10 * ms, "duration_ms": 10.0, "attributes": {}, "status": "OK"},
+        {"name": "search", "span_id": "2", "parent_span_id": "1", "start_time_unix_nano": 2 * ms,
+         "end_time_unix_nano": 6 * ms, "duration_ms": 4.0, "attributes": {}, "status": "ERROR"},
+    ]}
+    lines = waterfall(trace).splitlines()
+    assert lines[0] == "trace t  total 10.00 ms"
+    assert lines[1].startswith("job ") and "10.00 ms" in lines[1]
+    assert lines[2].startswith("  search") and "4.00 ms" in lines[2] and lines[2].endswith("!")

@@ -1,0 +1,59 @@
+import pytest
+
+from worker.pipeline.classify import classify
+from worker.pipeline.decompose import decompose
+
+
+def _parts(query, max_parts=4):
+    return decompose(query, classify(query), max_parts).parts
+
+
+@pytest.mark.parametrize(
+    ("query", "parts"),
+    [
+        ("What's BTC doing and how is SOL?", ("What's BTC doing", "how is SOL")),
+        ("What's BTC at? Did SOL close?", ("What's BTC at", "Did SOL close")),
+        ("Check BTC, also look at ETH?", ("Check BTC", "look at ETH")),
+        ("BTC and SOL analysis", ("BTC analysis", "SOL analysis")),
+        ("Show BTC funding as well as SOL open interest", ("Show BTC funding", "SOL open interest")),
+        ("What's my BTC thesis and how did my last SOL trade go?",
+         ("What's my BTC thesis", "how did my last SOL trade go")),
+    ],
+)
+def test_seed_decomposition_table(query, parts):
+    assert _parts(query) == parts
+
+
+def test_single_query_unchanged():
+    assert _parts("BTC support levels") == ("BTC support levels",)
+
+
+def test_parts_keep_their_question_word():
+    assert _parts("Where did Jon travel? Also, what is Gina's studio called?") == (
+        "Where did Jon travel", "what is Gina's studio called")
+
+
+def test_short_parts_are_dropped():
+    # "ok?" is too short to be a part, leaving one part: no decomposition
+    assert _parts("ok? what is the BTC thesis?") == ("ok? what is the BTC thesis?",)
+
+
+def test_sequential_strategy():
+    result = decompose("Open the BTC long and then what did SOL do?",
+                       classify("Open the BTC long and then what did SOL do?"), 4)
+    assert result.was_decomposed
+
+
+def test_long_queries_are_not_decomposed():
+    query = "What's BTC at? Did SOL close? " + "x" * 600
+    assert _parts(query) == (query,)
+
+
+def test_at_most_max_parts():
+    query = "What is A1? What is B2? What is C3? What is D4? What is E5?"
+    assert len(_parts(query, max_parts=3)) == 3
+
+
+def test_non_compound_is_not_split():
+    query = "what did I learn and apply"  # no compound pattern
+    assert not decompose(query, classify(query), 4).was_decomposed

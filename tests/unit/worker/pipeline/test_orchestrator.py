@@ -1,0 +1,121 @@
+import pytest
+
+from ferret.errors import BackendUnavailable
+from ferret.settings import PipelineSettings
+from tests.fakes.backends import ScriptedBackend
+from worker.backends.memory import InMemoryBackend
+from worker.pipeline.budget import Budget
+from worker.pipeline.orchestrator import run_pipeline
+from worker.pipeline.records import Filters, Hit, Memory
+from worker.pipeline.tracing import SpanCollector
+
+SETTINGS = PipelineSettings()
+
+
+def _hit(node_id, score, subtype=None):
+    return Hit.of(Memory(id=node_id, content_title=f"title {node_id}", subtype=subtype), score)
+
+
+def test_compound_query_on_sample_corpus_covers_both_parts(sample_memories):
+    tracer = SpanCollector()
+    result = run_pipeline("What's my BTC thesis and how did my last SOL trade go?",
+                          InMemoryBackend(sample_memories), SETTINGS, tracer=tracer)
+    stats = result.stats
+    assert stats.was_decomposed and len(stats.sub_queries) == 2
+    ids = {h.id for h in result.hits}
+    assert "m01" in ids, "the BTC thesis"
+    assert "m04" in ids, "the last SOL trade"
+    assert {h.sub_query for h in result.hits} == {0, 1}
+    names = {s.name for s in tracer.spans}
+    assert {"classify", "decompose", "complexity", "search", "search.sub_query", "merge", "replace", "format"} <= names
+    assert set(stats.stage_ms) >= {"classify", "search", "merge", "format"}
+
+
+def test_simple_query_is_one_search_no_decomposition():
+    backend = ScriptedBackend(default=[_hit("a", 0.8), _hit("b", 0.6)])
+    result = run_pipeline("BTC thesis", backend, SETTINGS)
+    assert len(backend.calls) == 1 and not result.stats.was_decomposed
+    assert [h.id for h in result.hits] == ["a", "b"] and result.stats.retries == 0
+
+
+def test_weak_search_is_retried_once_without_subtype():
+    backend = ScriptedBackend(answers={
+        "What's BTC support level?": [_hit("a", 0.1)],
+        "BTC support level": [_hit("b", 0.5)],
+    })
+    result = run_pipeline("What's BTC support level?", backend, SETTINGS,
+                          filters=Filters(subtype="custom:thesis", lifecycle="ACTIVE"))
+    assert [c[0] for c in backend.calls][:2] == ["What's BTC support level?", "BTC support level"]
+    assert backend.calls[1][2] == Filters(lifecycle="ACTIVE")
+    assert result.stats.retries == 1
+    assert result.hits[0].id == "b"
+
+
+def test_disabled_is_a_single_search():
+    backend = ScriptedBackend(default=[_hit("a", 0.1)])
+    result = run_pipeline("What's BTC at? Did SOL close?", backend, SETTINGS.model_copy(update={"enabled": False}))
+    assert len(backend.calls) == 1 and result.stats.retries == 0 and not result.stats.was_decomposed
+
+
+def test_failing_sub_query_gives_empty_list_not_failure():
+    backend = ScriptedBackend(answers={"What's BTC at": [_hit("a", 0.7)]}, fail={"Did SOL close"})
+    result = run_pipeline("What's BTC at? Did SOL close?", backend, SETTINGS)
+    assert [h.id for h in result.hits] == ["a"]
+    assert result.stats.sub_query_errors == 1
+
+
+def test_all_searches_failing_raises_backend_error():
+    with pytest.raises(BackendUnavailable):
+        run_pipeline("BTC", ScriptedBackend(fail={"*"}), SETTINGS)
+
+
+def test_sub_queries_run_in_parallel():
+    import time
+    delay = 0.2
+    backend = ScriptedBackend(default=[_hit("a", 0.7)], delay={"What is A1": delay, "What is B2": delay, "What is C3": delay})
+    start = time.perf_counter()
+    run_pipeline("What is A1? What is B2? What is C3?", backend, SETTINGS)
+    assert time.perf_counter() - start < 2 * delay
+
+
+def test_deadline_cuts_slow_sub_query_and_returns_partial():
+    backend = ScriptedBackend(answers={"What is A1": [_hit("a", 0.7)], "What is B2": [_hit("b", 0.6)]},
+                              delay={"What is B2": 1.0})
+    result = run_pipeline("What is A1? What is B2?", backend, SETTINGS, budget=Budget.of_seconds(0.2))
+    assert result.partial
+    assert [h.id for h in result.hits] == ["a"]
+    assert result.stats.sub_query_timeouts == 1
+
+
+def test_expired_budget_skips_search():
+    backend = ScriptedBackend(default=[_hit("a", 0.7)])
+    result = run_pipeline("BTC", backend, SETTINGS, budget=Budget.of_seconds(-1))
+    assert result.partial and result.hits == () and backend.calls == []
+    assert "search" in result.stats.skipped_stages
+
+
+def test_moderate_route_searches_deeper():
+    backend = ScriptedBackend(default=[_hit("a", 0.7)])
+    result = run_pipeline("BTC and SOL analysis", backend, SETTINGS)
+    assert result.stats.route == "MODERATE"
+    assert {c[1] for c in backend.calls} == {round(SETTINGS.search_limit_per_query * 1.5)}
+
+
+def test_remote_classifier_enriches_and_its_failure_does_not_fail():
+    backend = ScriptedBackend(default=[_hit("a", 0.7)], classification=None)
+    result = run_pipeline("BTC", backend, SETTINGS, use_remote_classifier=True)
+    assert result.stats.remote_classifier == "failed" and result.hits
+    remote = ScriptedBackend(default=[_hit("a", 0.7)], classification={"disqualifier_category": "D1"})
+    assert "D1" in run_pipeline("BTC", remote, SETTINGS, use_remote_classifier=True).stats.disqualifiers
+
+
+def test_query_text_not_recorded_when_disallowed():
+    tracer = SpanCollector()
+    run_pipeline("secret BTC plan", ScriptedBackend(default=[_hit("a", 0.7)]), SETTINGS,
+                 tracer=tracer, record_query=False)
+    assert "secret" not in str([s.to_dict() for s in tracer.spans])
+
+
+def test_max_results_option():
+    backend = ScriptedBackend(default=[_hit(f"n{i}", 0.9 - i * 0.01) for i in range(20)])
+    assert len(run_pipeline("BTC", backend, SETTINGS, max_results=3).hits) == 3

@@ -1,0 +1,82 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
+from worker.pipeline.records import Hit, Memory
+from worker.pipeline.replace import replace_weak
+
+
+def _hit(node_id, score, sub_query=0, title=None):
+    return Hit(Memory(id=node_id, content_title=title or f"title {node_id}"), score, score, sub_query)
+
+
+class _Search:
+    def __init__(self, answers=None, fail=False):
+        self.answers = answers or {}
+        self.fail = fail
+        self.calls = []
+
+    def __call__(self, query, limit):
+        self.calls.append(query)
+        if self.fail:
+            raise RuntimeError("backend down")
+        return self.answers.get(query, [])
+
+
+def test_replaces_below_floor_with_better_unseen_candidate():
+    search = _Search({"title weak": [_hit("better", 0.35)]})
+    out = replace_weak([_hit("top", 0.6), _hit("weak", 0.15)], search, floor=0.25, max_replacements=2)
+    assert [h.id for h in out.hits] == ["top", "better"]
+    assert (out.attempted, out.successful) == (1, 1)
+
+
+def test_drops_when_no_better_candidate():
+    search = _Search({"title weak": [_hit("worse", 0.1), _hit("top", 0.9)]})  # seen ids don't count
+    out = replace_weak([_hit("top", 0.6), _hit("weak", 0.15)], search, floor=0.25, max_replacements=2)
+    assert [h.id for h in out.hits] == ["top"]
+    assert out.dropped == ("weak",) and (out.attempted, out.successful) == (1, 0)
+
+
+def test_max_replacements_cap():
+    hits = [_hit("top", 0.9)] + [_hit(f"w{i}", 0.1) for i in range(5)]
+    search = _Search()
+    out = replace_weak(hits, search, floor=0.25, max_replacements=2)
+    assert len(search.calls) == 2 and out.attempted == 2
+    assert [h.id for h in out.hits] == ["top"]
+
+
+def test_above_floor_kept_unchanged():
+    hits = [_hit("a", 0.9), _hit("b", 0.3)]
+    search = _Search()
+    out = replace_weak(hits, search, floor=0.25, max_replacements=2)
+    assert out.hits == tuple(hits) and search.calls == []
+
+
+def test_safety_keeps_the_single_best():
+    out = replace_weak([_hit("a", 0.1), _hit("b", 0.05)], _Search(), floor=0.25, max_replacements=2)
+    assert [h.id for h in out.hits] == ["a"]
+
+
+def test_best_of_each_sub_query_survives():
+    hits = [_hit("a", 0.9, 0), _hit("b", 0.1, 1), _hit("c", 0.05, 1)]
+    out = replace_weak(hits, _Search(), floor=0.25, max_replacements=2)
+    assert [h.id for h in out.hits] == ["a", "b"]
+
+
+def test_failed_replacement_search_drops_and_continues():
+    out = replace_weak([_hit("a", 0.9), _hit("b", 0.1)], _Search(fail=True), floor=0.25, max_replacements=2)
+    assert [h.id for h in out.hits] == ["a"] and out.attempted == 1
+
+
+def test_no_time_no_search():
+    search = _Search()
+    out = replace_weak([_hit("a", 0.9), _hit("b", 0.1)], search, floor=0.25, max_replacements=2,
+                       has_time=lambda: False)
+    assert search.calls == [] and [h.id for h in out.hits] == ["a"]
+
+
+@given(scores=st.lists(st.floats(0, 1), min_size=1, max_size=12), cap=st.integers(0, 4))
+def test_the_single_best_always_survives(scores, cap):
+    hits = sorted((_hit(f"n{i}", s) for i, s in enumerate(scores)), key=lambda h: (-h.score, h.id))
+    out = replace_weak(hits, _Search(), floor=0.25, max_replacements=cap)
+    assert hits[0] in out.hits
+    assert out.attempted <= cap
