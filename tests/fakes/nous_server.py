@@ -34,6 +34,7 @@ class FakeNous:
         self.backend = InMemoryBackend(memories)
         self.mode = "ok"
         self.delay = 0.0
+        self.slow_terms: set[str] = set()  # queries containing one of these sleep ``delay``
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.max_limit_seen = 0
         self.auth_headers: list[str | None] = []
@@ -84,6 +85,9 @@ class FakeNous:
         except ValueError:
             return self._json(handler, 400, {"error": "invalid JSON body"})
         self.requests.append((handler.path, body))
+        query_text = str(body.get("query", "")).lower()
+        if any(term in query_text for term in self.slow_terms):
+            time.sleep(self.delay)
         if handler.path == "/v1/search":
             return self._search(handler, body)
         if handler.path == "/v1/classify-query":

@@ -1,0 +1,75 @@
+"""Integration fixtures: real redis-server, real worker processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from rq import Worker
+
+from ferret.settings import load_settings
+from producer.client import Producer
+from tests.conftest import SAMPLE, ROOT
+from ferret.ingest import parse_memory_lines
+from worker.backends.local import MemoryStore
+
+
+def pytest_collection_modifyitems(items):  # type: ignore[no-untyped-def]
+    for item in items:
+        if "/integration/" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture
+def env(redis_server) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("FERRET_")}
+    return {**clean, "FERRET_REDIS__URL": redis_server.url, "PYTHONPATH": str(ROOT)}
+
+
+@pytest.fixture
+def settings(env):
+    return load_settings(environ=env)
+
+
+@pytest.fixture
+def producer(redis_client, settings) -> Producer:
+    return Producer(redis_client, settings)
+
+
+@pytest.fixture
+def sample_namespace(redis_client) -> str:
+    memories, _ = parse_memory_lines(SAMPLE.read_text().splitlines())
+    MemoryStore(redis_client, "sample").upsert(memories)
+    return "sample"
+
+
+@pytest.fixture
+def start_workers(env, redis_client) -> Iterator[Callable[..., list[subprocess.Popen[bytes]]]]:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(count: int = 1, *args: str, extra_env: dict[str, str] | None = None,
+              wait: bool = True) -> list[subprocess.Popen[bytes]]:
+        before = Worker.count(connection=redis_client)
+        procs = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", *args],
+                                  env={**env, **(extra_env or {})}) for _ in range(count)]
+        started.extend(procs)
+        deadline = time.monotonic() + 30
+        while wait and Worker.count(connection=redis_client) < before + count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return procs
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in started:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

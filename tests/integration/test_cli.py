@@ -1,0 +1,99 @@
+"""The ferret command line, run as a user would run it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT, SAMPLE
+
+
+def _ferret(args, env, **kw):
+    return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, capture_output=True,
+                          text=True, timeout=120, **kw)
+
+
+@pytest.fixture
+def embedded_env(tmp_path):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("FERRET_")}
+    return {**clean, "PYTHONPATH": str(ROOT), "FERRET_REDIS__EMBEDDED_DIR": str(tmp_path / "redis")}
+
+
+def test_ingest_and_run_on_embedded_redis(tmp_path, embedded_env):
+    corpus = tmp_path / "memories.jsonl"
+    corpus.write_text(SAMPLE.read_text() + '{"id": "broken", \n{"content_title": "no id"}\n')
+    ingest = _ferret(["ingest", str(corpus), "--namespace", "t"], embedded_env)
+    assert ingest.returncode == 1
+    assert "stored 22 memories" in ingest.stdout
+    assert "line 23" in ingest.stderr and "line 24: id" in ingest.stderr
+    run = _ferret(["run", "What's my BTC thesis and how did my last SOL trade go?", "-n", "t", "--json"], embedded_env)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    stats = doc["stats"]
+    assert doc["status"] == "ok" and stats["was_decomposed"] and len(stats["sub_queries"]) == 2
+    for key in ("retries", "replacements_attempted", "replacements_successful", "route", "stage_ms"):
+        assert key in stats
+    assert {r["sub_query"] for r in doc["results"]} == {0, 1}
+    assert doc["trace"]["spans"]
+    table = _ferret(["run", "funding squeeze playbook", "-n", "t"], embedded_env)
+    assert "Playbook: funding squeeze short" in table.stdout and "stage ms" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", ""], "query: must not be empty"),
+        (["run", "x" * 100_000], "query: is 100000 characters"),
+        (["run", "BTC", "--filters", '{"colour": "red"}'], "filters.colour: unknown field"),
+        (["run", "BTC", "--since", "yesterday-ish"], "filters.time_range.start"),
+        (["run", "BTC", "-n", "a/b"], "namespace"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(embedded_env, args, message):
+    result = _ferret(args, embedded_env)
+    assert result.returncode == 2 and message in result.stderr
+
+
+def test_query_result_and_trace_commands(env, sample_namespace, start_workers):
+    start_workers(1)
+    out = _ferret(["query", "BTC and SOL analysis", "-n", sample_namespace, "--json"], env)
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "ok"
+    shown = _ferret(["result", doc["job_id"]], env)
+    assert "MODERATE" in shown.stdout and "context:" in shown.stdout
+    drawn = _ferret(["trace", doc["job_id"]], env)
+    assert drawn.returncode == 0 and "search.sub_query[1]" in drawn.stdout and "queue_wait" in drawn.stdout
+
+
+def test_batch_resumes_after_the_producer_is_killed(tmp_path, env, sample_namespace, start_workers):
+    lines = [json.dumps({"query": f"BTC thesis {i}" if i % 2 else f"What's my BTC thesis and how did SOL {i} go?",
+                         "namespace": sample_namespace}) for i in range(300)]
+    lines.insert(150, '{"query": ""}')
+    source = tmp_path / "queries.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.jsonl"
+    start_workers(1)
+    first = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 40):
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    written_before = len(out.read_text().splitlines())
+    assert 0 < written_before < 301
+    resumed = _ferret(["batch", str(source), "--out", str(out), "--resume"], env)
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout.strip().splitlines()[-1])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    ids = [r["request_id"] for r in rows]
+    assert len(ids) == len(set(ids)) == 301, "every line exactly once"
+    assert sum(r["status"] == "ok" for r in rows) == 300
+    assert [r for r in rows if r["status"] == "failed"][0]["error"].startswith("invalid request: query")
+    assert summary["skipped_done"] == written_before

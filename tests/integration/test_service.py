@@ -1,0 +1,142 @@
+"""The queue service end to end: real Redis, real worker processes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+from ferret.contract import FINAL_STATUSES, JOB_FUNCTION
+from tests.fakes.nous_server import FakeNous
+from tests.conftest import SAMPLE
+from ferret.ingest import parse_memory_lines
+
+COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
+
+
+def test_enqueue_to_result_with_trace(producer, sample_namespace, start_workers):
+    start_workers(1)
+    handle = producer.enqueue({"query": COMPOUND, "namespace": sample_namespace})
+    result = producer.wait(handle, 20)
+    assert result is not None and result.status == "ok"
+    assert result.stats["was_decomposed"] and len(result.stats["sub_queries"]) == 2
+    assert {item.sub_query for item in result.results} == {0, 1}
+    assert {"m01", "m04"} <= {item.id for item in result.results}
+    assert "[thesis · KNOWLEDGE]" in result.context
+    trace = producer.trace(handle)
+    names = [s["name"] for s in trace["spans"]]
+    assert {"job", "queue_wait", "pipeline", "search", "search.sub_query", "merge", "result_write"} <= set(names)
+    assert all(s["trace_id"] == trace["trace_id"] for s in trace["spans"])
+
+
+def test_same_request_id_is_one_job(producer, sample_namespace, start_workers, redis_client):
+    first = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "request_id": "req-1"})
+    second = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "request_id": "req-1"})
+    assert first.job_id == second.job_id and second.duplicate
+    assert Queue("prefetch", connection=redis_client).count == 1
+    start_workers(1)
+    assert producer.wait(first, 20).status == "ok"
+    third = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "request_id": "req-1"})
+    assert third.job_id == first.job_id and third.duplicate
+    assert Queue("prefetch", connection=redis_client).count == 0
+
+
+def test_job_started_after_its_deadline_expires_with_a_result(producer, sample_namespace, start_workers):
+    handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "deadline_seconds": 0.05})
+    time.sleep(0.3)
+    start_workers(1)
+    result = producer.wait(handle, 20)
+    assert result.status == "expired" and result.results == []
+    assert "after its deadline" in result.error
+
+
+def test_malformed_payload_on_the_queue_fails_clearly_and_worker_keeps_serving(
+        producer, sample_namespace, start_workers, redis_client):
+    queue = Queue("prefetch", connection=redis_client, serializer=JSONSerializer)
+    bad = [
+        queue.enqueue_call(JOB_FUNCTION, args=("not an object",)),
+        queue.enqueue_call(JOB_FUNCTION, args=({"request": {"query": ""}, "enqueued_at": time.time(),
+                                                "deadline_at": time.time() + 10},)),
+        queue.enqueue_call(JOB_FUNCTION, args=({"request": {"query": "x", "namespace": "../etc"},
+                                                "enqueued_at": time.time(), "deadline_at": time.time() + 10},)),
+        queue.enqueue_call(JOB_FUNCTION, args=({"enqueued_at": "soon"},)),
+    ]
+    good = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace})
+    start_workers(1)
+    assert producer.wait(good, 20).status == "ok"
+    errors = []
+    for job in bad:
+        result = producer.wait(job.id, 10)
+        assert result is not None and result.status == "failed"
+        errors.append(result.error)
+    assert "payload" in errors[0] and "query" in errors[1] and "namespace" in errors[2]
+    assert "enqueued_at" in errors[3]
+
+
+def test_prefetch_is_served_before_batch(producer, sample_namespace, start_workers):
+    batch = [producer.enqueue({"query": f"SOL trade {i}", "namespace": sample_namespace, "queue": "batch"})
+             for i in range(15)]
+    urgent = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "prefetch"})
+    start_workers(1, "--burst", wait=False)
+    urgent_result = producer.wait(urgent, 30)
+    batch_results = [producer.wait(h, 30) for h in batch]
+    assert all(r.status == "ok" for r in batch_results)
+    later = [r for r in batch_results if r.timestamps.started_at > urgent_result.timestamps.started_at]
+    assert len(later) == len(batch_results)
+
+
+def test_forking_worker_class_runs_jobs(producer, sample_namespace, start_workers):
+    start_workers(1, "--worker-class", "fork")
+    handles = [producer.enqueue({"query": q, "namespace": sample_namespace}) for q in ("BTC thesis", COMPOUND)]
+    assert [producer.wait(h, 30).status for h in handles] == ["ok", "ok"]
+
+
+@pytest.fixture
+def slow_nous():
+    memories, _ = parse_memory_lines(SAMPLE.read_text().splitlines())
+    fake = FakeNous(memories)
+    yield fake
+    fake.close()
+
+
+def _nous_env(fake: FakeNous) -> dict[str, str]:
+    return {"FERRET_BACKEND__KIND": "nous", "FERRET_BACKEND__NOUS__BASE_URL": fake.base_url,
+            "FERRET_BACKEND__NOUS__TIMEOUT_SECONDS": "30"}
+
+
+def test_deadline_returns_partial_when_one_sub_query_hangs(producer, start_workers, slow_nous):
+    slow_nous.slow_terms, slow_nous.delay = {"sol"}, 5.0
+    start_workers(1, extra_env=_nous_env(slow_nous))
+    handle = producer.enqueue({"query": COMPOUND, "deadline_seconds": 1.0})
+    result = producer.wait(handle, 20)
+    assert result.status == "partial"
+    assert result.results and {i.sub_query for i in result.results} == {0}
+    late = result.timestamps.finished_at - result.timestamps.deadline_at
+    assert late < 1.0, f"finished {late:.3f}s after the deadline"
+
+
+def test_hung_backend_is_cut_off_and_worker_survives(producer, start_workers, slow_nous):
+    slow_nous.mode, slow_nous.delay = "slow", 5.0
+    start_workers(1, extra_env=_nous_env(slow_nous))
+    handle = producer.enqueue({"query": "BTC thesis", "deadline_seconds": 1.0})
+    result = producer.wait(handle, 20)
+    assert result.status == "failed" and "timed out" in result.error
+    slow_nous.mode = "ok"
+    after = producer.enqueue({"query": "BTC thesis", "deadline_seconds": 5.0})
+    assert producer.wait(after, 20).status == "ok"
+
+
+def test_every_enqueued_request_ends_in_one_final_status(producer, sample_namespace, start_workers, redis_client):
+    handles = []
+    for i in range(60):
+        queue = "batch" if i % 3 else "prefetch"
+        query = COMPOUND if i % 4 == 0 else f"BTC thesis number {i}"
+        handles.append(producer.enqueue({"query": query, "namespace": sample_namespace, "queue": queue,
+                                         "request_id": f"load-{i}"}))
+    start_workers(2)
+    results = [producer.wait(h, 30) for h in handles]
+    assert all(r is not None and r.status in FINAL_STATUSES for r in results)
+    assert len({r.job_id for r in results}) == 60
+    assert sum(r.status == "ok" for r in results) == 60
