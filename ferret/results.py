@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import redis
+from pydantic_core import to_json
 
 from ferret import keys
 from ferret.contract import RetrievalResult
@@ -40,7 +41,7 @@ class ResultStore:
         trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
         written = self._write_once(
             keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id)],
-            args=[result.model_dump_json(), json.dumps(trace) if trace else "",
+            args=[result.model_dump_json(), to_json(trace) if trace else b"",
                   self.result_ttl, self.trace_ttl],
         )
         return bool(written)

@@ -17,7 +17,7 @@ def result_items(hits: Sequence[Hit], sub_queries: Sequence[str]) -> list[Result
     for hit in hits:
         memory = hit.memory
         text = preview(memory)
-        items.append(ResultItem(
+        items.append(ResultItem.model_construct(  # built from validated records
             id=memory.id,
             score=round(hit.score, 6),
             original_score=round(hit.original_score, 6),

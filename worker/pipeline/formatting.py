@@ -8,7 +8,6 @@ the last line that does not fit is shortened, never dropped mid-word.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from worker.pipeline.records import Hit, Memory
@@ -24,15 +23,7 @@ def estimate_tokens(text: str) -> int:
 
 def preview(memory: Memory) -> str:
     """Body text (JSON bodies give their "text"), else the summary."""
-    body = memory.content_body.strip()
-    if body.startswith("{"):
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict) and isinstance(parsed.get("text"), str):
-            body = parsed["text"].strip()
-    return " ".join((body or memory.content_summary).split())
+    return memory.preview
 
 
 def format_line(hit: Hit) -> str:

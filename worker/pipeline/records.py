@@ -8,6 +8,8 @@ mutate what they are given: they return new records.
 from __future__ import annotations
 
 import enum
+import json
+from functools import cached_property
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -50,6 +52,19 @@ class Memory(BaseModel):
         if not (self.content_title or self.content_body or self.content_summary):
             raise ValueError("needs content_title, content_body or content_summary")
         return self
+
+    @cached_property
+    def preview(self) -> str:
+        """Display text: the body (a JSON body's "text" field), else the summary."""
+        body = self.content_body.strip()
+        if body.startswith("{"):
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict) and isinstance(parsed.get("text"), str):
+                body = parsed["text"].strip()
+        return " ".join((body or self.content_summary).split())
 
     @property
     def text(self) -> str:

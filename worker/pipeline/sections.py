@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from worker.pipeline.records import Section
 
@@ -18,6 +19,7 @@ _SUBTYPE_SECTIONS: dict[str, Section] = {
 }
 
 
+@lru_cache(maxsize=1024)
 def subtype_label(subtype: str | None) -> str:
     """``custom:lesson`` -> ``lesson``."""
     if not subtype:
@@ -25,6 +27,7 @@ def subtype_label(subtype: str | None) -> str:
     return subtype[len("custom:"):] if subtype.startswith("custom:") else subtype
 
 
+@lru_cache(maxsize=1024)
 def section_for_subtype(subtype: str | None) -> Section:
     """Section of a subtype; anything unknown is KNOWLEDGE."""
     return _SUBTYPE_SECTIONS.get(subtype_label(subtype), Section.KNOWLEDGE)

@@ -8,21 +8,25 @@ work: it only appends to a list.
 
 from __future__ import annotations
 
-import secrets
+import os
+import random
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
+
+_ids = random.Random(os.urandom(16))  # ids need uniqueness, not secrecy
 
 
 def new_trace_id() -> str:
-    return secrets.token_hex(16)
+    return "%032x" % _ids.getrandbits(128)
 
 
 def new_span_id() -> str:
-    return secrets.token_hex(8)
+    return "%016x" % _ids.getrandbits(64)
 
 
 @dataclass
@@ -79,6 +83,29 @@ class NoopTracer:
         return []
 
 
+class _OpenSpan:
+    """Context manager of one span: pushes it, times it, records it."""
+
+    __slots__ = ("collector", "span", "stack")
+
+    def __init__(self, collector: SpanCollector, span: Span, stack: list[str]) -> None:
+        self.collector, self.span, self.stack = collector, span, stack
+
+    def __enter__(self) -> Span:
+        self.stack.append(self.span.span_id)
+        return self.span
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stack.pop()
+        span = self.span
+        span.end_time_unix_nano = time.time_ns()
+        if exc is not None:
+            span.status = "ERROR"
+            span.attributes.setdefault("error", f"{type(exc).__name__}: {exc}"[:500])
+        self.collector.add(span)
+
+
 class SpanCollector:
     """Keeps finished spans in memory, at most ``max_spans`` of them."""
 
@@ -96,23 +123,12 @@ class SpanCollector:
             stack = self._open.stack = []
         return stack
 
-    @contextmanager
-    def span(self, name: str, parent: str | None = None, **attributes: Any) -> Iterator[Span]:
+    def span(self, name: str, parent: str | None = None, **attributes: Any) -> _OpenSpan:
         """A child of ``parent``, else of the innermost open span in this thread."""
         stack = self._stack()
         parent = parent or (stack[-1] if stack else self.root_span_id)
         span = Span(name, self.trace_id, new_span_id(), parent, time.time_ns(), attributes=attributes)
-        stack.append(span.span_id)
-        try:
-            yield span
-        except BaseException as exc:
-            span.status = "ERROR"
-            span.attributes.setdefault("error", f"{type(exc).__name__}: {exc}"[:500])
-            raise
-        finally:
-            stack.pop()
-            span.end_time_unix_nano = time.time_ns()
-            self.add(span)
+        return _OpenSpan(self, span, stack)
 
     def add(self, span: Span) -> None:
         if len(self._spans) >= self.max_spans:
