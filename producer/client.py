@@ -93,6 +93,8 @@ class Producer:
             "enqueued_at": now,
             "deadline_at": now + deadline,
             "trace_id": trace_id,
+            # the job will see every memory write that finished before now
+            "memory_version": int(self.client.get(keys.memory_version(request.namespace)) or 0),
         }
         self._queues[request.queue].enqueue_call(
             JOB_FUNCTION, args=(payload,), job_id=job_id,

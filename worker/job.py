@@ -75,6 +75,7 @@ class _Envelope:
     deadline_at: float
     trace_id: str | None
     raw_request: Any
+    memory_version: int | None = None
 
 
 def _envelope(payload: Any, job_id: str) -> _Envelope:
@@ -87,7 +88,9 @@ def _envelope(payload: Any, job_id: str) -> _Envelope:
     trace_id = payload.get("trace_id")
     if trace_id is not None and (not isinstance(trace_id, str) or len(trace_id) != 32):
         trace_id = None
-    return _Envelope(job_id, float(enqueued_at), float(deadline_at), trace_id, payload.get("request"))
+    version = payload.get("memory_version")
+    version = version if isinstance(version, int) and not isinstance(version, bool) else None
+    return _Envelope(job_id, float(enqueued_at), float(deadline_at), trace_id, payload.get("request"), version)
 
 
 def _failed_envelope(payload: Any, job_id: str) -> _Envelope:
@@ -100,13 +103,13 @@ def _failed_envelope(payload: Any, job_id: str) -> _Envelope:
 def _result(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest | None, status: str,
             started_at: float, trace_id: str, **fields: Any) -> RetrievalResult:
     raw = env.raw_request if isinstance(env.raw_request, dict) else {}
-    return RetrievalResult(
+    return RetrievalResult.model_construct(  # every field is built here, from validated input
         job_id=env.job_id,
         request_id=request.request_id if request else (raw.get("request_id") if isinstance(raw.get("request_id"), str) else None),
         namespace=request.namespace if request else str(raw.get("namespace", "?"))[:64],
         queue=request.queue if request else str(raw.get("queue", "?"))[:16],
         status=status,  # type: ignore[arg-type]
-        timestamps=Timestamps(enqueued_at=env.enqueued_at, deadline_at=env.deadline_at,
+        timestamps=Timestamps.model_construct(enqueued_at=env.enqueued_at, deadline_at=env.deadline_at,
                               started_at=started_at, finished_at=time.time()),
         trace_id=trace_id,
         worker=ctx.name,
@@ -127,7 +130,7 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
     budget = Budget.of_seconds(remaining)
     try:
         with tracer.span("pipeline") as span:
-            backend = ctx.backends.for_namespace(request.namespace)
+            backend = ctx.backends.for_namespace(request.namespace, env.memory_version)
             outcome = run_pipeline(
                 request.query, backend, ctx.settings.pipeline, filters=request.filters, budget=budget,
                 tracer=tracer, max_results=request.options.max_results,

@@ -3,7 +3,9 @@
 ``MemoryStore`` writes and reads a namespace's memories (a hash of JSON plus
 a version counter bumped in the same transaction). ``IndexCache`` keeps one
 ``LexicalIndex`` per namespace in the process and rebuilds it when the
-store's version moves. ``LocalBackend`` is bound to one namespace and one
+store's version moves. A job may carry the version the producer saw at
+enqueue time: an index at least that new is used without asking Redis, so a
+job always sees every memory write that finished before it was enqueued. ``LocalBackend`` is bound to one namespace and one
 version for the length of a job, so a job sees one consistent snapshot.
 """
 
@@ -79,10 +81,13 @@ class IndexCache:
         self._lock = threading.Lock()
         self.rebuilds = 0
 
-    def index_for(self, store: MemoryStore) -> tuple[int, LexicalIndex]:
+    def index_for(self, store: MemoryStore, at_least: int | None = None) -> tuple[int, LexicalIndex]:
+        """The namespace's index; no Redis call when it is at least ``at_least``."""
+        cached = self._indexes.get(store.namespace)
+        if cached and at_least is not None and cached[0] >= at_least:
+            return cached
         try:
             version = store.version()
-            cached = self._indexes.get(store.namespace)
             if cached and cached[0] == version:
                 return cached
             with self._lock:
@@ -127,8 +132,8 @@ class LocalBackends:
         self.client = client
         self.cache = IndexCache()
 
-    def for_namespace(self, namespace: str) -> LocalBackend:
-        version, index = self.cache.index_for(MemoryStore(self.client, namespace))
+    def for_namespace(self, namespace: str, at_least: int | None = None) -> LocalBackend:
+        version, index = self.cache.index_for(MemoryStore(self.client, namespace), at_least)
         return LocalBackend(index, version)
 
     def version(self, namespace: str) -> int:

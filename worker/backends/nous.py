@@ -126,7 +126,7 @@ class NousBackends:
     def __init__(self, settings: NousSettings, transport: httpx.BaseTransport | None = None) -> None:
         self.backend = NousBackend(settings, transport)
 
-    def for_namespace(self, namespace: str) -> NousBackend:
+    def for_namespace(self, namespace: str, at_least: int | None = None) -> NousBackend:
         return self.backend
 
     def version(self, namespace: str) -> int:

@@ -43,3 +43,22 @@ def test_update_replaces_memory(client):
     store.upsert([Memory(id="a", content_title="ethereum")])
     assert store.count() == 1
     assert LocalBackends(client).for_namespace("ns").search("bitcoin", 5, Filters()) == []
+
+
+def test_job_stamped_version_skips_the_redis_check_but_sees_older_writes(client):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="bitcoin thesis")])
+    backends = LocalBackends(client)
+    stamped = store.version()
+    backends.for_namespace("ns", at_least=stamped)
+    calls = []
+    original = MemoryStore.version
+    MemoryStore.version = lambda self: calls.append(1) or original(self)  # type: ignore[method-assign]
+    try:
+        backends.for_namespace("ns", at_least=stamped)
+        assert calls == [], "an index at least as new as the stamp needs no round trip"
+        store.upsert([Memory(id="b", content_title="bitcoin lesson")])
+        fresh = backends.for_namespace("ns", at_least=original(store))
+        assert calls == [1] and {h.id for h in fresh.search("bitcoin", 5, Filters())} == {"a", "b"}
+    finally:
+        MemoryStore.version = original  # type: ignore[method-assign]
