@@ -47,7 +47,8 @@ def _worker(url: str, kind: str, burst: bool) -> subprocess.Popen[bytes]:
                 " serializer=JSONSerializer).work(burst=sys.argv[2] == '1', logging_level='WARNING')")
         args = [sys.executable, "-c", code, url, "1" if burst else "0"]
     else:
-        args = [sys.executable, "-m", "ferret.cli.main", "worker", "--queues", "prefetch"] + (["--burst"] if burst else [])
+        args = [sys.executable, "-m", "ferret.cli.main", "worker", "--queues", "prefetch"]
+        args += ["--burst"] if burst else []
     return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

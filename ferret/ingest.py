@@ -6,13 +6,13 @@ every invalid line is reported with its number and the field at fault.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from ferret.errors import InvalidMemory
+from ferret.json_input import parse_object
 from worker.pipeline.records import Memory
 
 MAX_LINE_BYTES = 1_000_000
@@ -33,12 +33,7 @@ def parse_memory(text: str) -> Memory:
         raise InvalidMemory("line", f"is longer than {MAX_LINE_BYTES} characters")
     if "\x00" in text:
         raise InvalidMemory("line", "contains a NUL byte")
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InvalidMemory("line", f"is not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise InvalidMemory("line", f"must be a JSON object, not {type(data).__name__}")
+    data = parse_object(text, "line", InvalidMemory)
     try:
         return Memory.model_validate(data)
     except ValidationError as exc:

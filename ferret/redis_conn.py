@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import redis
@@ -100,10 +100,8 @@ class EmbeddedRedis:
         """Shut down the server if we started it, saving its data."""
         if self.process is None:
             return
-        try:
+        with suppress(redis.RedisError):
             redis.Redis.from_url(self.url, socket_timeout=2).shutdown(save=True)
-        except redis.RedisError:
-            pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

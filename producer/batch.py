@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from ferret.contract import FINAL_STATUSES
 from ferret.errors import InvalidRequest
+from ferret.json_input import parse_object
 from producer.client import JobHandle, Producer
 
 
@@ -60,12 +61,7 @@ def done_request_ids(out_path: Path) -> set[str]:
 
 
 def _request_of(line: str, number: int, prefix: str) -> dict[str, Any]:
-    try:
-        data = json.loads(line)
-    except ValueError as exc:
-        raise InvalidRequest("line", f"is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise InvalidRequest("line", "must be a JSON object")
+    data = parse_object(line, "line")
     data.setdefault("queue", "batch")
     data.setdefault("request_id", derived_request_id(prefix, number, line))
     return data

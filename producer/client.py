@@ -68,7 +68,7 @@ class Producer:
         raw = self.client.get(keys.request_job(request.namespace, request.request_id or ""))
         if raw is None:
             return None
-        trace_id = raw.decode()
+        trace_id = raw.decode() if isinstance(raw, bytes) else str(raw)
         if self._job_exists(job_id) or self.results.exists(job_id):
             return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
         return None  # claimed but lost (producer died before enqueueing): enqueue again

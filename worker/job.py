@@ -11,6 +11,7 @@ per worker process by ``WorkerContext``.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import time
@@ -23,7 +24,6 @@ from rq.timeouts import JobTimeoutException
 
 from ferret.contract import RetrievalRequest, RetrievalResult, Timestamps, parse_request
 from ferret.errors import BackendError, FerretError, InvalidRequest
-from ferret.redis_conn import client_for
 from ferret.results import ResultStore
 from ferret.settings import Settings, load_settings
 from worker.backends.factory import Backends, build_backends
@@ -81,23 +81,34 @@ class _Envelope:
 def _envelope(payload: Any, job_id: str) -> _Envelope:
     if not isinstance(payload, dict):
         raise InvalidRequest("payload", f"must be an object, not {type(payload).__name__}")
-    enqueued_at, deadline_at = payload.get("enqueued_at"), payload.get("deadline_at")
-    for name, value in (("enqueued_at", enqueued_at), ("deadline_at", deadline_at)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidRequest(f"payload.{name}", "must be a number (epoch seconds)")
+    enqueued_at, deadline_at = _epoch(payload, "enqueued_at"), _epoch(payload, "deadline_at")
     trace_id = payload.get("trace_id")
     if trace_id is not None and (not isinstance(trace_id, str) or len(trace_id) != 32):
         trace_id = None
     version = payload.get("memory_version")
     version = version if isinstance(version, int) and not isinstance(version, bool) else None
-    return _Envelope(job_id, float(enqueued_at), float(deadline_at), trace_id, payload.get("request"), version)
+    return _Envelope(job_id, enqueued_at, deadline_at, trace_id, payload.get("request"), version)
+
+
+def _epoch(payload: dict[str, Any], name: str) -> float:
+    value = payload.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidRequest(f"payload.{name}", "must be a finite number (epoch seconds)")
+    return float(value)
 
 
 def _failed_envelope(payload: Any, job_id: str) -> _Envelope:
     now = time.time()
     data = payload if isinstance(payload, dict) else {}
-    enqueued = data.get("enqueued_at") if isinstance(data.get("enqueued_at"), (int, float)) else now
-    return _Envelope(job_id, float(enqueued), now, None, data.get("request"))
+    try:
+        enqueued = _epoch(data, "enqueued_at")
+    except InvalidRequest:
+        enqueued = now
+    return _Envelope(job_id, enqueued, now, None, data.get("request"))
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _result(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest | None, status: str,
@@ -105,7 +116,7 @@ def _result(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest | None
     raw = env.raw_request if isinstance(env.raw_request, dict) else {}
     return RetrievalResult.model_construct(  # every field is built here, from validated input
         job_id=env.job_id,
-        request_id=request.request_id if request else (raw.get("request_id") if isinstance(raw.get("request_id"), str) else None),
+        request_id=request.request_id if request else _str_or_none(raw.get("request_id")),
         namespace=request.namespace if request else str(raw.get("namespace", "?"))[:64],
         queue=request.queue if request else str(raw.get("queue", "?"))[:16],
         status=status,  # type: ignore[arg-type]
@@ -197,6 +208,7 @@ def run_retrieval(payload: Any) -> dict[str, Any]:
     except Exception as exc:  # last line of defence: still one final result
         logger.exception("job=%s unexpected failure", job_id)
         env = _failed_envelope(payload, job_id)
-        result = _result(ctx, env, None, "failed", time.time(), "0" * 32, error=f"internal error: {type(exc).__name__}: {exc}")
+        error = f"internal error: {type(exc).__name__}: {exc}"
+        result = _result(ctx, env, None, "failed", time.time(), "0" * 32, error=error)
         ctx.results.write(result, None)
     return {"status": result.status, "results": len(result.results)}

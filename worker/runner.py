@@ -24,7 +24,7 @@ from worker.job import init_context
 
 logger = logging.getLogger(__name__)
 
-WORKER_CLASSES: dict[str, type[Worker]] = {"simple": SimpleWorker, "fork": Worker}
+WORKER_CLASSES: dict[str, type[Worker]] = {"simple": SimpleWorker, "fork": Worker}  # type: ignore[dict-item]
 
 
 def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = QUEUES,

@@ -100,7 +100,7 @@ def demo(ctx: click.Context, workers: int) -> None:
 def _show(producer: Producer, jobs, results, elapsed: float) -> None:
     header = f"{'queue':<9} {'status':<8} {'route':<9} {'split':<5} {'retry':>5} {'repl':>5} {'hits':>4}  query"
     click.echo(header)
-    for (queue, text), result in zip(jobs, results):
+    for (queue, text), result in zip(jobs, results, strict=False):
         if result is None:
             click.echo(f"{queue:<9} {'timeout':<8}  {text}")
             continue

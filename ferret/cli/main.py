@@ -9,7 +9,14 @@ import sys
 import click
 
 from ferret.cli import render
-from ferret.cli.options import build_filters, connected, fail, filter_options, namespace_option, settings_of
+from ferret.cli.options import (
+    build_filters,
+    connected,
+    fail,
+    filter_options,
+    namespace_option,
+    settings_of,
+)
 from ferret.contract import parse_request
 from ferret.errors import FerretError
 from ferret.ingest import parse_memory_lines

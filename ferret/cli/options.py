@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -11,9 +10,10 @@ from typing import Any
 import click
 import redis
 
-from ferret.errors import FerretError, InvalidRequest
+from ferret.errors import FerretError
+from ferret.json_input import parse_object
 from ferret.redis_conn import client_for, redacted, redis_url
-from ferret.settings import Settings, load_settings
+from ferret.settings import Settings
 
 
 def settings_of(ctx: click.Context) -> Settings:
@@ -61,13 +61,7 @@ def build_filters(node_type: str | None, subtype: str | None, lifecycle: str | N
                   until: str | None, time_field: str, clusters: tuple[str, ...],
                   filters_json: str | None) -> dict[str, Any]:
     if filters_json:
-        try:
-            data = json.loads(filters_json)
-        except ValueError as exc:
-            raise InvalidRequest("filters", f"is not valid JSON: {exc.msg}") from None
-        if not isinstance(data, dict):
-            raise InvalidRequest("filters", "must be a JSON object")
-        return data
+        return parse_object(filters_json, "filters")
     data: dict[str, Any] = {}
     if node_type:
         data["type"] = node_type

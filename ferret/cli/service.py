@@ -8,7 +8,14 @@ import sys
 import click
 
 from ferret.cli import render
-from ferret.cli.options import build_filters, connected, fail, filter_options, namespace_option, settings_of
+from ferret.cli.options import (
+    build_filters,
+    connected,
+    fail,
+    filter_options,
+    namespace_option,
+    settings_of,
+)
 from ferret.errors import FerretError
 from producer.client import Producer
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -78,8 +78,8 @@ def test_no_match_is_empty(backend):
         (Filters(subtype="custom:lesson"), {"c"}),
         (Filters(lifecycle="ARCHIVED"), {"b"}),
         (Filters(cluster_ids=("c1",)), {"a", "c"}),
-        (Filters(time_range=TimeRange(start=datetime(2026, 2, 1, tzinfo=timezone.utc),
-                                      end=datetime(2026, 2, 28, tzinfo=timezone.utc), type="event")), {"b"}),
+        (Filters(time_range=TimeRange(start=datetime(2026, 2, 1, tzinfo=UTC),
+                                      end=datetime(2026, 2, 28, tzinfo=UTC), type="event")), {"b"}),
     ],
 )
 def test_filters(backend, filters, expected):

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator
 import pytest
 from rq import Worker
 
+from ferret.ingest import parse_memory_lines
 from ferret.settings import load_settings
 from producer.client import Producer
-from tests.conftest import SAMPLE, ROOT
-from ferret.ingest import parse_memory_lines
+from tests.conftest import ROOT, SAMPLE
 from worker.backends.local import MemoryStore
 
 

@@ -95,5 +95,5 @@ def test_batch_resumes_after_the_producer_is_killed(tmp_path, env, sample_namesp
     ids = [r["request_id"] for r in rows]
     assert len(ids) == len(set(ids)) == 301, "every line exactly once"
     assert sum(r["status"] == "ok" for r in rows) == 300
-    assert [r for r in rows if r["status"] == "failed"][0]["error"].startswith("invalid request: query")
+    assert next(r for r in rows if r["status"] == "failed")["error"].startswith("invalid request: query")
     assert summary["skipped_done"] == written_before

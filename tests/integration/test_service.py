@@ -9,9 +9,9 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from ferret.contract import FINAL_STATUSES, JOB_FUNCTION
-from tests.fakes.nous_server import FakeNous
-from tests.conftest import SAMPLE
 from ferret.ingest import parse_memory_lines
+from tests.conftest import SAMPLE
+from tests.fakes.nous_server import FakeNous
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 from worker.pipeline.records import Filters, Memory, TimeRange
 
@@ -14,13 +15,13 @@ def _parse_time(value: str | None) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _aware(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo:
         return value
-    return value.replace(tzinfo=timezone.utc)
+    return value.replace(tzinfo=UTC)
 
 
 def _in_range(memory: Memory, time_range: TimeRange) -> bool:
@@ -50,12 +51,17 @@ def matches(memory: Memory, filters: Filters) -> bool:
         return False
     if filters.cluster_ids and not set(filters.cluster_ids) & set(memory.cluster_ids):
         return False
-    if filters.time_range and not _in_range(memory, filters.time_range):
-        return False
-    return True
+    return not (filters.time_range and not _in_range(memory, filters.time_range))
 
 
 def is_empty(filters: Filters) -> bool:
     return not (
         filters.type or filters.subtype or filters.lifecycle or filters.time_range or filters.cluster_ids
     )
+
+
+def predicate(filters: Filters) -> Callable[[Memory], bool] | None:
+    """A keep-function for ``LexicalIndex.search``; None when nothing is filtered."""
+    if is_empty(filters):
+        return None
+    return lambda memory: matches(memory, filters)

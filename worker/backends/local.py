@@ -5,8 +5,9 @@ a version counter bumped in the same transaction). ``IndexCache`` keeps one
 ``LexicalIndex`` per namespace in the process and rebuilds it when the
 store's version moves. A job may carry the version the producer saw at
 enqueue time: an index at least that new is used without asking Redis, so a
-job always sees every memory write that finished before it was enqueued. ``LocalBackend`` is bound to one namespace and one
-version for the length of a job, so a job sees one consistent snapshot.
+job always sees every memory write that finished before it was enqueued.
+``LocalBackend`` is bound to one namespace and one version for the length of
+a job, so a job sees one consistent snapshot.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import redis
 
 from ferret import keys
 from ferret.errors import BackendUnavailable
-from worker.backends.filtering import is_empty, matches
+from worker.backends.filtering import predicate
 from worker.backends.lexical_index import LexicalIndex
 from worker.pipeline.records import Filters, Hit, Memory
 
@@ -32,7 +33,7 @@ class MemoryStore:
         self.namespace = namespace
 
     def upsert(self, memories: Iterable[Memory]) -> int:
-        mapping = {m.id: m.model_dump_json() for m in memories}
+        mapping: dict[Any, Any] = {m.id: m.model_dump_json() for m in memories}
         if not mapping:
             return 0
         with self.client.pipeline(transaction=True) as pipe:
@@ -115,8 +116,7 @@ class LocalBackend:
     def search(
         self, query: str, limit: int, filters: Filters, timeout: float | None = None
     ) -> list[Hit]:
-        keep = None if is_empty(filters) else (lambda m: matches(m, filters))
-        return self._index.search(query, limit, keep)
+        return self._index.search(query, limit, predicate(filters))
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         return None

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from worker.backends.filtering import is_empty, matches
+from worker.backends.filtering import predicate
 from worker.backends.lexical_index import LexicalIndex
 from worker.pipeline.records import Filters, Hit, Memory
 
@@ -36,8 +36,7 @@ class InMemoryBackend:
         self.calls += 1
         if self.delay_seconds:
             time.sleep(self.delay_seconds)
-        keep = None if is_empty(filters) else (lambda m: matches(m, filters))
-        return self._index.search(query, limit, keep)
+        return self._index.search(query, limit, predicate(filters))
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         return None

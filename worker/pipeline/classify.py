@@ -19,7 +19,7 @@ from worker.pipeline.records import Section
 from worker.pipeline.sections import classify_intent
 
 
-class QueryType(str, enum.Enum):
+class QueryType(enum.StrEnum):
     FACTUAL = "FACTUAL"
     RELATIONAL = "RELATIONAL"
     COMPARATIVE = "COMPARATIVE"

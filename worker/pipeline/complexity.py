@@ -27,7 +27,7 @@ _TYPE_WEIGHT = {
 }
 
 
-class Route(str, enum.Enum):
+class Route(enum.StrEnum):
     SIMPLE = "SIMPLE"
     MODERATE = "MODERATE"
     COMPLEX = "COMPLEX"

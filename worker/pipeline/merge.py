@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from worker.pipeline.records import Hit, Section, SubQueryOutcome
@@ -42,7 +42,7 @@ def apply_intent_boost(hits: Sequence[Hit], intents: Sequence[Section], boost: f
     ]
 
 
-def _rank(hits: Sequence[Hit]) -> list[Hit]:
+def _rank(hits: Iterable[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (-h.score, h.id))
 
 

@@ -91,7 +91,7 @@ class _Run:
         self.stats = PipelineStats()
         self.partial = False
 
-    def text(self, value: str) -> str | None:
+    def text(self, value: str | None) -> str | None:
         return value if self.record_query else None
 
     def skip(self, stage: str) -> None:

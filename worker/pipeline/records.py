@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import enum
 import json
-from functools import cached_property
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
-class Section(str, enum.Enum):
+class Section(enum.StrEnum):
     EPISODIC = "EPISODIC"
     SIGNALS = "SIGNALS"
     KNOWLEDGE = "KNOWLEDGE"

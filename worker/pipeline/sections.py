@@ -24,7 +24,7 @@ def subtype_label(subtype: str | None) -> str:
     """``custom:lesson`` -> ``lesson``."""
     if not subtype:
         return ""
-    return subtype[len("custom:"):] if subtype.startswith("custom:") else subtype
+    return subtype.removeprefix("custom:")
 
 
 @lru_cache(maxsize=1024)

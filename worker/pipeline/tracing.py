@@ -22,11 +22,11 @@ _ids = random.Random(os.urandom(16))  # ids need uniqueness, not secrecy
 
 
 def new_trace_id() -> str:
-    return "%032x" % _ids.getrandbits(128)
+    return f"{_ids.getrandbits(128):032x}"
 
 
 def new_span_id() -> str:
-    return "%016x" % _ids.getrandbits(64)
+    return f"{_ids.getrandbits(64):016x}"
 
 
 @dataclass

@@ -6,7 +6,8 @@ from ferret.settings import load_settings
 
 def test_defaults_match_spec():
     p = load_settings(environ={}).pipeline
-    assert (p.quality_threshold, p.relevance_ratio, p.max_results, p.max_sub_queries, p.max_retries) == (0.20, 0.4, 20, 4, 1)
+    assert (p.quality_threshold, p.relevance_ratio, p.max_results) == (0.20, 0.4, 20)
+    assert (p.max_sub_queries, p.max_retries) == (4, 1)
     assert (p.timeout_seconds, p.search_limit_per_query, p.replacement_floor, p.max_replacements) == (3.0, 25, 0.25, 2)
     assert (p.intent_boost, p.max_context_tokens) == (1.3, 4000)
 

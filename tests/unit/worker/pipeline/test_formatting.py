@@ -16,7 +16,8 @@ def test_line_has_subtype_section_title_date_preview():
 
 
 def test_json_body_uses_text_field():
-    hit = _hit(subtype="custom:trade_entry", content_title="t", content_body=json.dumps({"text": "entered long", "px": 1}))
+    body = json.dumps({"text": "entered long", "px": 1})
+    hit = _hit(subtype="custom:trade_entry", content_title="t", content_body=body)
     assert format_line(hit).endswith(": entered long")
 
 

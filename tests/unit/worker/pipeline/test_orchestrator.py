@@ -72,7 +72,8 @@ def test_all_searches_failing_raises_backend_error():
 def test_sub_queries_run_in_parallel():
     import time
     delay = 0.2
-    backend = ScriptedBackend(default=[_hit("a", 0.7)], delay={"What is A1": delay, "What is B2": delay, "What is C3": delay})
+    slow = {"What is A1": delay, "What is B2": delay, "What is C3": delay}
+    backend = ScriptedBackend(default=[_hit("a", 0.7)], delay=slow)
     start = time.perf_counter()
     run_pipeline("What is A1? What is B2? What is C3?", backend, SETTINGS)
     assert time.perf_counter() - start < 2 * delay
