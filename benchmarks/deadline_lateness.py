@@ -1,0 +1,73 @@
+"""How late past its deadline a job can finish.
+
+One worker, a Nous backend (the fake server from the tests) where one
+sub-query of every compound job hangs for 5 s. Each job has a 0.5 s
+deadline; we report how long after ``deadline_at`` its result was written
+(``finished_at``), median and max over the runs.
+
+    python -m benchmarks.deadline_lateness [--runs 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+from rq import Worker
+
+from benchmarks.common import ROOT, private_redis
+from ferret.ingest import parse_memory_lines
+from ferret.settings import load_settings
+from producer.client import Producer
+from tests.fakes.nous_server import FakeNous
+
+QUERY = "What's my BTC thesis and how did my last SOL trade go?"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--deadline", type=float, default=0.5)
+    args = parser.parse_args()
+    memories, _ = parse_memory_lines((ROOT / "ferret/data/sample_memories.jsonl").read_text().splitlines())
+    fake = FakeNous(memories)
+    fake.slow_terms, fake.delay = {"sol"}, 5.0
+    with tempfile.TemporaryDirectory(prefix="ferret-late-") as home:
+        server = private_redis(Path(home))
+        env = {**os.environ, "FERRET_REDIS__URL": server.url, "PYTHONPATH": str(ROOT),
+               "FERRET_BACKEND__KIND": "nous", "FERRET_BACKEND__NOUS__BASE_URL": fake.base_url,
+               "FERRET_BACKEND__NOUS__TIMEOUT_SECONDS": "30"}
+        worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env)
+        try:
+            client = redis.Redis.from_url(server.url)
+            while Worker.count(connection=client) < 1:
+                time.sleep(0.05)
+            producer = Producer(client, load_settings(environ={"FERRET_REDIS__URL": server.url}))
+            lateness, statuses = [], []
+            for _ in range(args.runs):
+                result = producer.wait(producer.enqueue({"query": QUERY, "deadline_seconds": args.deadline}), 30)
+                assert result is not None
+                statuses.append(result.status)
+                lateness.append((result.timestamps.finished_at - result.timestamps.deadline_at) * 1000)
+        finally:
+            worker.terminate()
+            worker.wait()
+            server.stop()
+            fake.close()
+    report = {"runs": args.runs, "deadline_s": args.deadline, "statuses": {s: statuses.count(s) for s in set(statuses)},
+              "late_ms_median": round(statistics.median(lateness), 2), "late_ms_max": round(max(lateness), 2)}
+    print(f"finished after the deadline: median {report['late_ms_median']} ms, max {report['late_ms_max']} ms "
+          f"over {args.runs} jobs ({report['statuses']})")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
