@@ -45,6 +45,7 @@ class BackendError(FerretError):
     def __init__(self, backend: str, message: str) -> None:
         super().__init__(f"{backend} backend: {message}")
         self.backend = backend
+        self.calls: list[tuple[str, str, float]] = []  # the job's backend calls, for metrics
 
 
 class BackendUnavailable(BackendError):

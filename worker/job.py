@@ -44,6 +44,12 @@ class WorkerContext:
 
 
 _context: WorkerContext | None = None
+_finished: dict[str, RetrievalResult] = {}  # results of jobs run in this process, for metrics
+
+
+def take_finished(job_id: str) -> RetrievalResult | None:
+    """The result of ``job_id`` if this process ran it (and forget it)."""
+    return _finished.pop(job_id, None)
 
 
 def init_context(settings: Settings, client: redis.Redis) -> WorkerContext:
@@ -76,6 +82,7 @@ class _Envelope:
     trace_id: str | None
     raw_request: Any
     memory_version: int | None = None
+    origin: str | None = None  # the RQ queue the job came from
 
 
 def _envelope(payload: Any, job_id: str) -> _Envelope:
@@ -97,14 +104,14 @@ def _epoch(payload: dict[str, Any], name: str) -> float:
     return float(value)
 
 
-def _failed_envelope(payload: Any, job_id: str) -> _Envelope:
+def _failed_envelope(payload: Any, job_id: str, origin: str | None) -> _Envelope:
     now = time.time()
     data = payload if isinstance(payload, dict) else {}
     try:
         enqueued = _epoch(data, "enqueued_at")
     except InvalidRequest:
         enqueued = now
-    return _Envelope(job_id, enqueued, now, None, data.get("request"))
+    return _Envelope(job_id, enqueued, now, None, data.get("request"), origin=origin)
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -118,7 +125,7 @@ def _result(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest | None
         job_id=env.job_id,
         request_id=request.request_id if request else _str_or_none(raw.get("request_id")),
         namespace=request.namespace if request else str(raw.get("namespace", "?"))[:64],
-        queue=request.queue if request else str(raw.get("queue", "?"))[:16],
+        queue=request.queue if request else (env.origin or "?"),
         status=status,  # type: ignore[arg-type]
         timestamps=Timestamps.model_construct(enqueued_at=env.enqueued_at, deadline_at=env.deadline_at,
                               started_at=started_at, finished_at=time.time()),
@@ -133,11 +140,19 @@ def _queue_wait_span(tracer: SpanCollector, env: _Envelope, started_ns: int) -> 
                     int(env.enqueued_at * 1e9), started_ns))
 
 
+@dataclass
+class _Outcome:
+    status: str
+    pipeline: PipelineResult | None = None
+    error: str | None = None
+    stats: dict[str, Any] | None = None
+
+
 def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: SpanCollector,
-         started_at: float) -> tuple[str, PipelineResult | None, str | None]:
+         started_at: float) -> _Outcome:
     remaining = env.deadline_at - started_at
     if remaining <= 0:
-        return "expired", None, f"started {-remaining:.3f}s after its deadline"
+        return _Outcome("expired", error=f"started {-remaining:.3f}s after its deadline")
     budget = Budget.of_seconds(remaining)
     try:
         with tracer.span("pipeline") as span:
@@ -151,12 +166,12 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
             span.set(partial=outcome.partial)
     except BackendError as exc:
         logger.warning("job=%s stage=search backend failed: %s", env.job_id, exc)
-        return "failed", None, str(exc)
+        return _Outcome("failed", error=str(exc), stats={"backend_calls": exc.calls})
     status = "partial" if outcome.partial or budget.expired() else "ok"
-    return status, outcome, None
+    return _Outcome(status, outcome, stats={**outcome.stats.to_dict(), "cache_hit": False})
 
 
-def execute(ctx: WorkerContext, payload: Any, job_id: str) -> RetrievalResult:
+def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = None) -> RetrievalResult:
     """Run one job payload to its single final result (and store it)."""
     started_at, started_ns = time.time(), time.time_ns()
     tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans)
@@ -167,7 +182,7 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str) -> RetrievalResult:
             tracer.trace_id = env.trace_id
         request = parse_request(env.raw_request, ctx.settings.limits)
     except InvalidRequest as exc:
-        env = _failed_envelope(payload, job_id)
+        env = _failed_envelope(payload, job_id, origin)
         result = _result(ctx, env, None, "failed", started_at, tracer.trace_id, error=f"invalid request: {exc}")
         ctx.results.write(result, None)
         logger.info("job=%s status=failed invalid request: %s", job_id, exc)
@@ -177,24 +192,23 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str) -> RetrievalResult:
         root.start_time_unix_nano = min(started_ns, int(env.enqueued_at * 1e9))
         _queue_wait_span(tracer, env, started_ns)
         try:
-            status, outcome, error = _run(ctx, env, request, tracer, started_at)
+            outcome = _run(ctx, env, request, tracer, started_at)
         except JobTimeoutException:
-            status, outcome, error = "failed", None, "hard timeout: a stage hung past the job's deadline"
-        fields: dict[str, Any] = {"error": error}
-        if outcome is not None:
+            outcome = _Outcome("failed", error="hard timeout: a stage hung past the job's deadline")
+        fields: dict[str, Any] = {"error": outcome.error, "stats": outcome.stats or {}}
+        if outcome.pipeline is not None:
             fields.update(
-                results=result_items(outcome.hits, outcome.sub_queries),
-                context=outcome.context if request.options.format == "text" else "",
-                stats={**outcome.stats.to_dict(), "cache_hit": False},
+                results=result_items(outcome.pipeline.hits, outcome.pipeline.sub_queries),
+                context=outcome.pipeline.context if request.options.format == "text" else "",
             )
         with tracer.span("result_write"):
-            result = _result(ctx, env, request, status, started_at, tracer.trace_id, **fields)
-        root.set(status=status)
+            result = _result(ctx, env, request, outcome.status, started_at, tracer.trace_id, **fields)
+        root.set(status=outcome.status)
     trace = {"trace_id": tracer.trace_id, "job_id": job_id, "spans": [s.to_dict() for s in tracer.spans],
              "dropped_spans": tracer.dropped}
     ctx.results.write(result, trace)
     took = (time.time() - started_at) * 1000
-    logger.info("job=%s status=%s results=%d took_ms=%.1f", job_id, status, len(result.results), took)
+    logger.info("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
     return result
 
 
@@ -204,11 +218,13 @@ def run_retrieval(payload: Any) -> dict[str, Any]:
     job_id = job.id if job else str(payload.get("job_id", "local")) if isinstance(payload, dict) else "local"
     ctx = _get_context(job.connection if job else None)
     try:
-        result = execute(ctx, payload, job_id)
+        result = execute(ctx, payload, job_id, job.origin if job else None)
     except Exception as exc:  # last line of defence: still one final result
         logger.exception("job=%s unexpected failure", job_id)
-        env = _failed_envelope(payload, job_id)
+        env = _failed_envelope(payload, job_id, job.origin if job else None)
         error = f"internal error: {type(exc).__name__}: {exc}"
         result = _result(ctx, env, None, "failed", time.time(), "0" * 32, error=error)
         ctx.results.write(result, None)
+    _finished.clear()  # at most one: the worker's main loop takes it right after
+    _finished[job_id] = result
     return {"status": result.status, "results": len(result.results)}

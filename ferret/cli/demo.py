@@ -35,6 +35,7 @@ JOBS = (
     ("batch", "What happened when the Fed held rates"),
     ("batch", "ETH thesis as well as the DOGE pump"),
     ("batch", "risk limits for open positions"),
+    ("batch", "What's the plan for tomorrow's coffee with Anna about ETH?"),
 )
 
 

@@ -26,8 +26,11 @@ from producer.client import Producer
 @click.option("--burst", is_flag=True, help="Exit when the queues are empty.")
 @click.option("--worker-class", type=click.Choice(["simple", "fork"]),
               help="RQ worker class (default from settings: simple).")
+@click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics on this port.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address to serve metrics on.")
 @click.pass_context
-def worker(ctx: click.Context, queues: str, burst: bool, worker_class: str | None) -> None:
+def worker(ctx: click.Context, queues: str, burst: bool, worker_class: str | None,
+           metrics_port: int | None, metrics_host: str) -> None:
     """Run an RQ worker for Ferret's retrieval jobs."""
     from worker.runner import run_worker
 
@@ -36,7 +39,8 @@ def worker(ctx: click.Context, queues: str, burst: bool, worker_class: str | Non
     level = ctx.find_root().params.get("log_level", "WARNING").upper()
     try:
         with connected(ctx) as client:
-            run_worker(client, settings, names, burst=burst, worker_class=worker_class, log_level=level)
+            run_worker(client, settings, names, burst=burst, worker_class=worker_class, log_level=level,
+                       metrics_port=metrics_port, metrics_host=metrics_host)
     except FerretError as exc:
         fail(exc)
 

@@ -16,6 +16,7 @@ from typing import Any
 from ferret.errors import BackendError
 from ferret.settings import PipelineSettings
 from worker.backends.base import Backend
+from worker.backends.metered import MeteredBackend
 from worker.pipeline import quality_gate
 from worker.pipeline.budget import Budget
 from worker.pipeline.classify import Classification, classify
@@ -54,6 +55,7 @@ class PipelineStats:
     context_tokens: int = 0
     stage_ms: dict[str, float] = field(default_factory=dict)
     skipped_stages: list[str] = field(default_factory=list)
+    backend_calls: list[tuple[str, str, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -82,7 +84,7 @@ class _Run:
     def __init__(self, query: str, backend: Backend, settings: PipelineSettings,
                  filters: Filters, budget: Budget, tracer: Tracer, record_query: bool) -> None:
         self.query = query
-        self.backend = backend
+        self.backend = MeteredBackend(backend)
         self.settings = settings
         self.filters = filters
         self.budget = budget
@@ -223,6 +225,7 @@ def _replace(run: _Run, merged: tuple[Hit, ...]) -> tuple[Hit, ...]:
 
 
 def _finish(run: _Run, hits: tuple[Hit, ...], sub_queries: tuple[str, ...]) -> PipelineResult:
+    run.stats.backend_calls = [(op, outcome, round(seconds, 6)) for op, outcome, seconds in run.backend.calls]
     with run.tracer.span("format", hits=len(hits)) as span:
         context = format_context(hits, run.settings.max_context_tokens)
         run.stats.context_tokens = estimate_tokens(context)
@@ -265,7 +268,11 @@ def run_pipeline(
     if run.budget.expired():
         run.skip("search")
         return _finish(run, (), plan.decomposition.parts)
-    outcomes = _search(run, plan)
+    try:
+        outcomes = _search(run, plan)
+    except BackendError as exc:
+        exc.calls = list(run.backend.calls)
+        raise
     run.stats.candidates = sum(len(o.hits) for o in outcomes)
     with run.tracer.span("merge") as span:
         merged = merge_and_select(

@@ -1,0 +1,93 @@
+"""Metrics are exact for every worker class: run jobs, scrape /metrics over HTTP."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+from ferret.contract import JOB_FUNCTION
+
+QUERIES = [
+    "What's my BTC thesis and how did my last SOL trade go?",
+    "what signals are firing right now?",
+    "BTC and SOL analysis",
+    "funding squeeze playbook",
+    "How do I trade a breakout retest?",
+    "What's the plan for tomorrow's coffee with Anna about ETH?",  # weak: retried
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def wait_for_metrics(port: int, timeout: float = 20):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return scrape(port)
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@pytest.mark.parametrize("worker_class", ["simple", "fork"])
+def test_counts_are_exact(worker_class, producer, sample_namespace, start_workers, redis_client):
+    port = _free_port()
+    handles = [producer.enqueue({"query": QUERIES[i % len(QUERIES)], "namespace": sample_namespace,
+                                 "queue": "batch" if i % 2 else "prefetch"}) for i in range(24)]
+    expired = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "deadline_seconds": 0.01})
+    bad = Queue("prefetch", connection=redis_client, serializer=JSONSerializer).enqueue_call(
+        JOB_FUNCTION, args=({"request": {"query": ""}, "enqueued_at": time.time(), "deadline_at": time.time() + 9},))
+    time.sleep(0.05)
+    start_workers(1, "--worker-class", worker_class, "--metrics-port", str(port))
+    results = [producer.wait(h, 30) for h in handles]
+    assert producer.wait(expired, 30).status == "expired"
+    assert producer.wait(bad.id, 30).status == "failed"
+    time.sleep(0.2)  # the main process records right after the job's result is written
+    m = wait_for_metrics(port)
+
+    def value(name, **labels):
+        return m.get((name, tuple(sorted(labels.items()))), 0.0)
+
+    ok_prefetch = sum(r.status == "ok" and r.queue == "prefetch" for r in results)
+    ok_batch = sum(r.status == "ok" and r.queue == "batch" for r in results)
+    assert value("ferret_jobs_total", queue="prefetch", status="ok") == ok_prefetch
+    assert value("ferret_jobs_total", queue="batch", status="ok") == ok_batch
+    assert value("ferret_jobs_total", queue="prefetch", status="expired") == 1
+    assert value("ferret_jobs_total", queue="prefetch", status="failed") == 1  # counted on the queue it came from
+    assert sum(v for (n, _), v in m.items() if n == "ferret_jobs_total") == 26
+    assert value("ferret_deadline_misses_total", phase="queued") == 1
+    retries = sum(r.stats["retries"] for r in results)
+    attempted = sum(r.stats["replacements_attempted"] for r in results)
+    successful = sum(r.stats["replacements_successful"] for r in results)
+    assert retries > 0 and attempted > 0, "the sample queries exercise both mechanisms"
+    assert value("ferret_retries_total") == retries
+    assert value("ferret_replacements_attempted_total") == attempted
+    assert value("ferret_replacements_successful_total") == successful
+    assert value("ferret_decompositions_total") == sum(r.stats["was_decomposed"] for r in results)
+    assert value("ferret_sub_queries_total") == sum(len(r.stats["sub_queries"]) for r in results)
+    assert value("ferret_stage_duration_seconds_count", stage="merge") == 24
+    calls = sum(len(r.stats["backend_calls"]) for r in results)
+    assert value("ferret_backend_requests_total", backend="local", outcome="ok") == calls
+    assert value("ferret_queue_depth", queue="prefetch") == 0
+    assert value("ferret_worker_busy") == 0
+    assert value("ferret_queue_wait_seconds_count", queue="batch") == 12

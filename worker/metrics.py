@@ -1,0 +1,148 @@
+"""Prometheus metrics, recorded in the worker's main process.
+
+Metrics are recorded from each job's stored result after the job ends, in
+the process that runs the RQ work loop. With ``SimpleWorker`` that is the
+process that ran the job; with the forking ``Worker`` the job ran in a work
+horse whose own counters would die with it, so the parent reads the result
+back from Redis. Either way no multiprocess mode is needed and the counts
+are exact.
+
+Names carry units, counters end in ``_total``, and every label has a small
+fixed set of values created up front; never a query or a job id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import redis
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
+from worker.pipeline.complexity import Route
+
+logger = logging.getLogger(__name__)
+
+STAGES = ("classify", "decompose", "complexity", "search", "merge", "replace", "format")
+BACKEND_OUTCOMES = ("ok", "timeout", "error")
+BACKENDS = ("local", "nous")
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+STAGE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
+
+
+class QueueDepthCollector(Collector):
+    """Reads queue lengths from Redis at scrape time."""
+
+    def __init__(self, client: redis.Redis, queues: Sequence[str] = QUEUES) -> None:
+        self.client = client
+        self.queues = queues
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("ferret_queue_depth", "Jobs waiting in each queue.", labels=["queue"])
+        try:
+            with self.client.pipeline(transaction=False) as pipe:
+                for queue in self.queues:
+                    pipe.llen(f"rq:queue:{queue}")
+                lengths = pipe.execute()
+        except redis.RedisError as exc:
+            logger.warning("queue depth unavailable: %s", exc)
+            return
+        for queue, length in zip(self.queues, lengths, strict=True):
+            family.add_metric([queue], float(length))
+        yield family
+
+
+class FerretMetrics:
+    """Every metric a worker exports, in its own registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.jobs = Counter("ferret_jobs_total", "Jobs ended, by queue and final status.",
+                            ["queue", "status"], registry=r)
+        self.job_duration = Histogram("ferret_job_duration_seconds", "Job run time, start to result.",
+                                      ["queue"], buckets=LATENCY_BUCKETS, registry=r)
+        self.queue_wait = Histogram("ferret_queue_wait_seconds", "Time from enqueue to start.",
+                                    ["queue"], buckets=LATENCY_BUCKETS, registry=r)
+        self.stage_duration = Histogram("ferret_stage_duration_seconds", "Pipeline stage run time.",
+                                        ["stage"], buckets=STAGE_BUCKETS, registry=r)
+        self.routes = Counter("ferret_routes_total", "Jobs by complexity route.", ["route"], registry=r)
+        self.retries = Counter("ferret_retries_total", "Quality-gate reformulation retries.", registry=r)
+        self.replacements_attempted = Counter(
+            "ferret_replacements_attempted_total", "Replacement searches for weak results.", registry=r)
+        self.replacements_successful = Counter(
+            "ferret_replacements_successful_total", "Weak results replaced by a better one.", registry=r)
+        self.decompositions = Counter("ferret_decompositions_total", "Jobs whose query was split.", registry=r)
+        self.sub_queries = Counter("ferret_sub_queries_total", "Sub-queries searched.", registry=r)
+        self.deadline_misses = Counter("ferret_deadline_misses_total",
+                                       "Jobs that missed their deadline, queued (expired) or running (cut short).",
+                                       ["phase"], registry=r)
+        self.backend_requests = Counter("ferret_backend_requests_total", "Backend calls by outcome.",
+                                        ["backend", "outcome"], registry=r)
+        self.backend_latency = Histogram("ferret_backend_request_duration_seconds", "Backend call time.",
+                                         ["backend"], buckets=LATENCY_BUCKETS, registry=r)
+        self.busy = Gauge("ferret_worker_busy", "1 while the worker runs a job, else 0.", registry=r)
+        self._create_children()
+
+    def _create_children(self) -> None:
+        for queue in QUEUES:
+            self.job_duration.labels(queue)
+            self.queue_wait.labels(queue)
+            for status in FINAL_STATUSES:
+                self.jobs.labels(queue, status)
+        for stage in STAGES:
+            self.stage_duration.labels(stage)
+        for route in Route:
+            self.routes.labels(route.value)
+        for phase in ("queued", "running"):
+            self.deadline_misses.labels(phase)
+        for backend in BACKENDS:
+            self.backend_latency.labels(backend)
+            for outcome in BACKEND_OUTCOMES:
+                self.backend_requests.labels(backend, outcome)
+        self.busy.set(0)
+
+    def watch_queues(self, client: redis.Redis) -> None:
+        self.registry.register(QueueDepthCollector(client))
+
+    def record(self, result: RetrievalResult, backend: str) -> None:
+        """Record one finished job. Never raises: an observer must not hurt the work."""
+        try:
+            self._record(result, backend)
+        except Exception:
+            logger.exception("job=%s recording metrics failed", result.job_id)
+
+    def _record(self, result: RetrievalResult, backend: str) -> None:
+        queue = result.queue if result.queue in QUEUES else "prefetch"
+        self.jobs.labels(queue, result.status).inc()
+        stamps = result.timestamps
+        if stamps.started_at is not None:
+            self.queue_wait.labels(queue).observe(max(0.0, stamps.started_at - stamps.enqueued_at))
+            if stamps.finished_at is not None:
+                self.job_duration.labels(queue).observe(max(0.0, stamps.finished_at - stamps.started_at))
+        if result.status == "expired":
+            self.deadline_misses.labels("queued").inc()
+        elif result.status == "partial" or (result.error or "").startswith("hard timeout"):
+            self.deadline_misses.labels("running").inc()
+        self._record_stats(result.stats, backend)
+
+    def _record_stats(self, stats: dict[str, Any], backend: str) -> None:
+        for stage, ms in stats.get("stage_ms", {}).items():
+            if stage in STAGES:
+                self.stage_duration.labels(stage).observe(ms / 1000)
+        if stats.get("route") in Route.__members__:
+            self.routes.labels(stats["route"]).inc()
+        self.retries.inc(stats.get("retries", 0))
+        self.replacements_attempted.inc(stats.get("replacements_attempted", 0))
+        self.replacements_successful.inc(stats.get("replacements_successful", 0))
+        if stats.get("was_decomposed"):
+            self.decompositions.inc()
+        self.sub_queries.inc(len(stats.get("sub_queries", [])))
+        name = backend if backend in BACKENDS else "local"
+        for _operation, outcome, seconds in stats.get("backend_calls", []):
+            self.backend_requests.labels(name, outcome if outcome in BACKEND_OUTCOMES else "error").inc()
+            self.backend_latency.labels(name).observe(seconds)
