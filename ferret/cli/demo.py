@@ -9,6 +9,7 @@ started.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +17,8 @@ import time
 from importlib import resources
 
 import click
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from ferret.cli import render
 from ferret.cli.options import settings_of
@@ -39,13 +42,31 @@ JOBS = (
 )
 
 
-def _start_workers(url: str, count: int) -> list[subprocess.Popen[bytes]]:
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start_workers(url: str, ports: list[int]) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, "FERRET_REDIS__URL": url}
     return [
-        subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env,
-                         stdout=subprocess.DEVNULL)
-        for _ in range(count)
+        subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--metrics-port", str(port)],
+                         env=env, stdout=subprocess.DEVNULL)
+        for port in ports
     ]
+
+
+def _scrape(ports: list[int]) -> dict[str, float]:
+    """Counters summed over the workers' /metrics endpoints."""
+    totals: dict[str, float] = {}
+    for port in ports:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+    return totals
 
 
 def _await_workers(client, count: int, timeout: float = 30.0) -> None:
@@ -82,7 +103,8 @@ def demo(ctx: click.Context, workers: int) -> None:
             memories, _ = parse_memory_lines(corpus.splitlines())
             MemoryStore(client, NAMESPACE).upsert(memories)
             click.echo(f"redis: embedded at {server.url}; loaded {len(memories)} sample memories")
-            processes = _start_workers(server.url, workers)
+            ports = [_free_port() for _ in range(workers)]
+            processes = _start_workers(server.url, ports)
             _await_workers(client, workers)
             producer = Producer(client, settings)
             started = time.monotonic()
@@ -92,10 +114,29 @@ def demo(ctx: click.Context, workers: int) -> None:
             results = [producer.wait(h, 30.0) for h in handles]
             elapsed = time.monotonic() - started
             _show(producer, JOBS, results, elapsed)
+            time.sleep(0.2)  # workers record metrics right after writing each result
+            _show_metrics(ports, [r for r in results if r is not None])
         finally:
             _stop(processes)
             server.stop()
     click.echo("\nstopped the workers and the embedded Redis.")
+
+
+def _show_metrics(ports: list[int], results) -> None:
+    totals = _scrape(ports)
+    stats = [r.stats for r in results]
+    rows = (
+        ("ferret_jobs_total", float(len(results))),
+        ("ferret_retries_total", float(sum(s.get("retries", 0) for s in stats))),
+        ("ferret_replacements_attempted_total", float(sum(s.get("replacements_attempted", 0) for s in stats))),
+        ("ferret_replacements_successful_total", float(sum(s.get("replacements_successful", 0) for s in stats))),
+        ("ferret_decompositions_total", float(sum(bool(s.get("was_decomposed")) for s in stats))),
+    )
+    urls = ", ".join(f"http://127.0.0.1:{p}/metrics" for p in ports)
+    click.echo(f"\nmetrics scraped from {urls}")
+    click.echo(f"{'counter':<40} {'metrics':>8} {'results':>8}")
+    for name, expected in rows:
+        click.echo(f"{name:<40} {totals.get(name, 0.0):>8.0f} {expected:>8.0f}")
 
 
 def _show(producer: Producer, jobs, results, elapsed: float) -> None:
