@@ -74,7 +74,7 @@ def _by_entity(query: str, classification: Classification) -> list[str]:
 def decompose(query: str, classification: Classification, max_parts: int) -> Decomposition:
     """Split ``query`` if it is compound; one part means no decomposition."""
     single = Decomposition(parts=(query,), strategy="none", merge="none")
-    if not classification.is_compound or len(query) > MAX_DECOMPOSABLE_CHARS:
+    if not classification.is_compound or len(query) > MAX_DECOMPOSABLE_CHARS or max_parts < 2:
         return single
     attempts: tuple[tuple[str, MergeStrategy, list[str]], ...] = (
         ("question_marks", "union", _by_question_marks(query)),

@@ -1,33 +1,31 @@
 """Stage 6, merge & select.
 
-1. dedup by id, keeping the highest score (and the sub-query that found it);
-2. intent boost: ``score x boost`` for hits whose section matches an intent,
-   ``original_score`` kept;
-3. sort by score, ties by id;
-4. dynamic cutoff: keep hits with score >= top x ``relevance_ratio``;
-5. coverage guarantee: one hit for each sub-query that found any;
-6. hard cap at ``max_results`` (coverage hits are kept before others, the
-   overall best hit is always kept).
+1. intent boost: ``score x boost`` for hits whose section matches an intent,
+   ``original_score`` kept (a multiplier, never a filter);
+2. each sub-query's hits ranked by score, ties by id;
+3. dynamic cutoff, per sub-query: keep hits scoring at least that
+   sub-query's top x ``relevance_ratio`` (a weak part is judged against its
+   own best, not cut away by a strong part);
+4. interleave: the best hit of every sub-query first (best of those first),
+   then every sub-query's second, and so on. On LoCoMo this beat one list
+   sorted by raw score, whose scores are not comparable across different
+   queries, and it gives the coverage guarantee for free: one hit for each
+   sub-query that found any;
+5. dedup by id: a memory found by several sub-queries keeps its highest
+   score and its first place;
+6. hard cap at ``max_results``.
+
+With a single sub-query this is: sort by score, cut, cap.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from itertools import zip_longest
 
 from worker.pipeline.records import Hit, Section, SubQueryOutcome
 from worker.pipeline.sections import section_for_subtype
-
-
-def _dedup(outcomes: Sequence[SubQueryOutcome]) -> dict[str, Hit]:
-    best: dict[str, Hit] = {}
-    for outcome in outcomes:
-        for hit in outcome.hits:
-            tagged = hit if hit.sub_query == outcome.index else replace(hit, sub_query=outcome.index)
-            kept = best.get(hit.id)
-            if kept is None or tagged.score > kept.score:
-                best[hit.id] = tagged
-    return best
 
 
 def apply_intent_boost(hits: Sequence[Hit], intents: Sequence[Section], boost: float) -> list[Hit]:
@@ -46,6 +44,16 @@ def _rank(hits: Iterable[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
+def _kept(outcome: SubQueryOutcome, intents: Sequence[Section], boost: float, ratio: float) -> list[Hit]:
+    """One sub-query's hits: boosted, ranked, cut at its top x ratio, tagged with it."""
+    ranked = _rank(apply_intent_boost(outcome.hits, intents, boost))
+    if not ranked:
+        return []
+    cutoff = ranked[0].score * ratio
+    return [h if h.sub_query == outcome.index else replace(h, sub_query=outcome.index)
+            for h in ranked if h.score >= cutoff]
+
+
 def merge_and_select(
     outcomes: Sequence[SubQueryOutcome],
     *,
@@ -54,20 +62,15 @@ def merge_and_select(
     relevance_ratio: float,
     max_results: int,
 ) -> tuple[Hit, ...]:
-    """Merge sub-query outcomes into one ranked, cut and capped list."""
-    ranked = _rank(apply_intent_boost(list(_dedup(outcomes).values()), intents, intent_boost))
-    if not ranked:
-        return ()
-    cutoff = ranked[0].score * relevance_ratio
-    required: dict[int, Hit] = {}  # the best hit of every sub-query that found any
-    for hit in ranked:
-        required.setdefault(hit.sub_query, hit)
-    selected = _rank(required.values())[:max_results]
-    taken = {h.id for h in selected}
-    for hit in ranked:
-        if len(selected) >= max_results or hit.score < cutoff:
-            break
-        if hit.id not in taken:
-            selected.append(hit)
-            taken.add(hit.id)
-    return tuple(_rank(selected))
+    """Merge sub-query outcomes into one cut, interleaved and capped list."""
+    lists = [_kept(o, intents, intent_boost, relevance_ratio) for o in outcomes]
+    best_score: dict[str, float] = {}
+    for hit in (h for hits in lists for h in hits):
+        best_score[hit.id] = max(hit.score, best_score.get(hit.id, hit.score))
+    placed: dict[str, Hit] = {}
+    for round_ in zip_longest(*lists):
+        for hit in _rank(h for h in round_ if h is not None):
+            if hit.id not in placed:
+                placed[hit.id] = hit if hit.score == best_score[hit.id] else replace(
+                    hit, score=best_score[hit.id])
+    return tuple(list(placed.values())[:max_results])

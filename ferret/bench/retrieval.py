@@ -1,0 +1,134 @@
+"""Retrieval quality on LoCoMo: single-shot search against Ferret's pipeline,
+and each stage switched off in turn, on the same backend in one run.
+
+Metrics at k = 5, 10, 20 over the ranked list each system returns:
+single questions: evidence recall@k and all-evidence@k (also by category);
+compound queries: both-parts-covered@k and recall@k. Also the mean number
+of results returned, mean context tokens and median time per query.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ferret.bench.locomo import CompoundQuery, Dataset, Question
+from ferret.settings import PipelineSettings
+from worker.backends.memory import InMemoryBackend
+from worker.pipeline.formatting import estimate_tokens, format_context
+from worker.pipeline.orchestrator import run_pipeline
+from worker.pipeline.quality_gate import strip_question_words
+from worker.pipeline.records import NO_FILTERS, Hit
+
+KS = (5, 10, 20)
+
+
+@dataclass(frozen=True)
+class Answer:
+    ids: tuple[str, ...]
+    context_tokens: int
+    seconds: float
+
+
+System = Callable[[InMemoryBackend, str], Answer]
+
+
+def _single_shot(strip: bool, settings: PipelineSettings) -> System:
+    def run(backend: InMemoryBackend, query: str) -> Answer:
+        start = time.perf_counter()
+        text = strip_question_words(query) if strip else query
+        hits: Sequence[Hit] = backend.search(text or query, settings.search_limit_per_query, NO_FILTERS)
+        hits = hits[: settings.max_results]
+        seconds = time.perf_counter() - start
+        return Answer(tuple(h.id for h in hits), estimate_tokens(format_context(hits, settings.max_context_tokens)),
+                      seconds)
+    return run
+
+
+def _pipeline(settings: PipelineSettings) -> System:
+    def run(backend: InMemoryBackend, query: str) -> Answer:
+        start = time.perf_counter()
+        result = run_pipeline(query, backend, settings)
+        seconds = time.perf_counter() - start
+        return Answer(tuple(h.id for h in result.hits), result.stats.context_tokens, seconds)
+    return run
+
+
+def systems(base: PipelineSettings) -> dict[str, System]:
+    def variant(**changes: Any) -> PipelineSettings:
+        return base.model_copy(update=changes)
+    return {
+        "single_shot": _single_shot(False, base),
+        "single_shot_stripped": _single_shot(True, base),
+        "ferret": _pipeline(base),
+        "no_decomposition": _pipeline(variant(max_sub_queries=1)),
+        "no_retry": _pipeline(variant(max_retries=0)),
+        "no_replacement": _pipeline(variant(max_replacements=0)),
+        "no_intent_boost": _pipeline(variant(intent_boost=1.0)),
+    }
+
+
+def _recall(ids: Sequence[str], evidence: frozenset[str], k: int) -> float:
+    return len(evidence & set(ids[:k])) / len(evidence)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(statistics.fmean(values), 4) if values else 0.0
+
+
+def score_singles(answers: Sequence[Answer], questions: Sequence[Question]) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": len(questions)}
+    for k in KS:
+        out[f"recall@{k}"] = _mean([_recall(a.ids, q.evidence, k) for a, q in zip(answers, questions, strict=True)])
+        out[f"all@{k}"] = _mean([float(q.evidence <= set(a.ids[:k])) for a, q in zip(answers, questions, strict=True)])
+    by_category = {}
+    for category in sorted({q.category for q in questions}):
+        pairs = [(a, q) for a, q in zip(answers, questions, strict=True) if q.category == category]
+        by_category[str(category)] = _mean([_recall(a.ids, q.evidence, 10) for a, q in pairs])
+    out["recall@10_by_category"] = by_category
+    return out
+
+
+def score_compounds(answers: Sequence[Answer], queries: Sequence[CompoundQuery]) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": len(queries)}
+    for k in KS:
+        covered = [float(all(part & set(a.ids[:k]) for part in q.parts)) for a, q in zip(answers, queries, strict=True)]
+        out[f"both@{k}"] = _mean(covered)
+        out[f"recall@{k}"] = _mean([_recall(a.ids, q.evidence, k) for a, q in zip(answers, queries, strict=True)])
+    return out
+
+
+def _common(answers: Sequence[Answer]) -> dict[str, float]:
+    return {"mean_results": _mean([len(a.ids) for a in answers]),
+            "mean_context_tokens": _mean([a.context_tokens for a in answers]),
+            "median_ms": round(statistics.median(a.seconds for a in answers) * 1000, 3) if answers else 0.0}
+
+
+def evaluate(dataset: Dataset, compounds: Sequence[CompoundQuery], base: PipelineSettings,
+             progress: Callable[[int], None] = lambda n: None) -> dict[str, Any]:
+    backends = {name: InMemoryBackend(memories) for name, memories in dataset.memories.items()}
+    report: dict[str, Any] = {}
+    for name, system in systems(base).items():
+        singles = [system(backends[q.conversation], q.text) for q in dataset.questions]
+        progress(len(singles))
+        multis = [system(backends[q.conversation], q.text) for q in compounds]
+        progress(len(multis))
+        report[name] = {"single": {**score_singles(singles, dataset.questions), **_common(singles)},
+                        "compound": {**score_compounds(multis, compounds), **_common(multis)}}
+    return report
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = ["| system | single R@5 | R@10 | R@20 | all@10 | compound both@5 | both@10 | both@20 | R@10 "
+             "| results | ctx tokens | ms (median) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, row in report.items():
+        s, c = row["single"], row["compound"]
+        lines.append(f"| {name} | {s['recall@5']:.3f} | {s['recall@10']:.3f} | {s['recall@20']:.3f} | "
+                     f"{s['all@10']:.3f} | {c['both@5']:.3f} | {c['both@10']:.3f} | {c['both@20']:.3f} | "
+                     f"{c['recall@10']:.3f} | {s['mean_results']:.1f} | {s['mean_context_tokens']:.0f} | "
+                     f"{s['median_ms']:.2f} |")
+    return "\n".join(lines)
