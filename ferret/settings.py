@@ -33,6 +33,7 @@ class PipelineSettings(_Strict):
     quality_threshold: float = Field(0.20, ge=0, le=1)
     relevance_ratio: float = Field(0.4, ge=0, le=1)
     max_results: int = Field(20, ge=1, le=200)
+    min_results: int = Field(10, ge=0, le=200)
     max_sub_queries: int = Field(4, ge=1, le=10)
     max_retries: int = Field(1, ge=0, le=3)
     timeout_seconds: float = Field(3.0, gt=0, le=600)

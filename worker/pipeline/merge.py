@@ -13,7 +13,9 @@
    sub-query that found any;
 5. dedup by id: a memory found by several sub-queries keeps its highest
    score and its first place;
-6. hard cap at ``max_results``.
+6. hard cap at ``max_results``; and the cutoff never leaves fewer than
+   ``min_results`` hits when the searches found that many (the best of the
+   cut ones fill up, interleaved the same way).
 
 With a single sub-query this is: sort by score, cut, cap.
 """
@@ -61,9 +63,18 @@ def merge_and_select(
     intent_boost: float = 1.0,
     relevance_ratio: float,
     max_results: int,
+    min_results: int = 0,
 ) -> tuple[Hit, ...]:
     """Merge sub-query outcomes into one cut, interleaved and capped list."""
-    lists = [_kept(o, intents, intent_boost, relevance_ratio) for o in outcomes]
+    selected = _interleave([_kept(o, intents, intent_boost, relevance_ratio) for o in outcomes])
+    if len(selected) < min_results:  # the cutoff may not starve the context: refill, best first
+        taken = {h.id for h in selected}
+        rest = _interleave([_kept(o, intents, intent_boost, 0.0) for o in outcomes])
+        selected += tuple(h for h in rest if h.id not in taken)[: min_results - len(selected)]
+    return selected[:max_results]
+
+
+def _interleave(lists: Sequence[Sequence[Hit]]) -> tuple[Hit, ...]:
     best_score: dict[str, float] = {}
     for hit in (h for hits in lists for h in hits):
         best_score[hit.id] = max(hit.score, best_score.get(hit.id, hit.score))
@@ -73,4 +84,4 @@ def merge_and_select(
             if hit.id not in placed:
                 placed[hit.id] = hit if hit.score == best_score[hit.id] else replace(
                     hit, score=best_score[hit.id])
-    return tuple(list(placed.values())[:max_results])
+    return tuple(placed.values())

@@ -216,6 +216,7 @@ def _replace(run: _Run, merged: tuple[Hit, ...]) -> tuple[Hit, ...]:
     with run.tracer.span("replace") as span:
         outcome = replace_weak(merged, search, floor=settings.replacement_floor,
                                max_replacements=settings.max_replacements,
+                               sub_queries=run.stats.sub_queries, min_results=settings.min_results,
                                has_time=lambda: run.budget.has(MIN_STAGE_SECONDS))
         span.set(attempted=outcome.attempted, successful=outcome.successful, dropped=len(outcome.dropped))
     run.timed("replace", span)
@@ -278,6 +279,7 @@ def run_pipeline(
         merged = merge_and_select(
             outcomes, intents=plan.classification.intents, intent_boost=settings.intent_boost,
             relevance_ratio=settings.relevance_ratio, max_results=settings.max_results,
+            min_results=settings.min_results,
         )
         span.set(candidates=run.stats.candidates, selected=len(merged))
     run.timed("merge", span)

@@ -1,11 +1,19 @@
 """Stage 7, replace weak.
 
-A hit scoring below ``floor`` gets one replacement search from its title (or
-the start of its text), at most ``max_replacements`` per job. A better,
-unseen candidate takes its place; otherwise the weak hit is dropped. The
-best hit of each sub-query always survives (so the single best hit does, and
-merge's coverage guarantee is not undone here). The search is passed in;
-the stage itself does no I/O.
+A hit scoring below ``floor`` gets one replacement search, at most
+``max_replacements`` per job, spent on the weakest hits first (the likeliest
+noise; the first ranks are left alone). The search asks for the hit's sub-query
+together with the hit's title (or the start of its text): memories about
+the question *and* near the weak hit. A candidate must be unseen and score
+higher than the weak hit on that same search (scores are only comparable
+within one search). The best such candidate takes the weak hit's place;
+otherwise the weak hit is dropped.
+
+Guards: the best hit of each sub-query always survives (so the single best
+hit does, and merge's coverage guarantee is not undone here); weak hits past
+the replacement budget are kept, not dropped unexamined; and nothing is
+dropped below ``min_results``. The search is passed in; the stage does no
+I/O itself.
 """
 
 from __future__ import annotations
@@ -18,14 +26,14 @@ from worker.pipeline.records import Hit, ReplaceOutcome
 
 logger = logging.getLogger(__name__)
 
-REPLACEMENT_LIMIT = 3
+CANDIDATES = 10
 _QUERY_WORDS = 12
 
 Search = Callable[[str, int], Sequence[Hit]]
 
 
 def replacement_query(hit: Hit) -> str | None:
-    """What to search for to find a better neighbour of ``hit``."""
+    """The hit's own words to search near it: its title, else the start of its text."""
     title = hit.memory.content_title.strip()
     if len(title) >= 3:
         return title
@@ -34,8 +42,10 @@ def replacement_query(hit: Hit) -> str | None:
     return query if len(query) >= 3 else None
 
 
-def _best_candidate(candidates: Sequence[Hit], weak: Hit, seen: set[str]) -> Hit | None:
-    fresh = [c for c in candidates if c.id not in seen and c.score > weak.score]
+def _better(candidates: Sequence[Hit], weak: Hit, seen: set[str]) -> Hit | None:
+    """The best unseen candidate scoring above the weak hit on the same search."""
+    baseline = next((c.score for c in candidates if c.id == weak.id), 0.0)
+    fresh = [c for c in candidates if c.id not in seen and c.score > baseline]
     return max(fresh, key=lambda c: (c.score, c.id), default=None)
 
 
@@ -45,40 +55,42 @@ def replace_weak(
     *,
     floor: float,
     max_replacements: int,
+    sub_queries: Sequence[str] = (),
+    min_results: int = 0,
     has_time: Callable[[], bool] = lambda: True,
 ) -> ReplaceOutcome:
-    """Replace or drop hits below ``floor``; ``hits`` must be ranked best first."""
+    """Replace or drop hits below ``floor``, in the order given."""
     if not hits:
         return ReplaceOutcome(hits=())
     seen = {h.id for h in hits}
     protected: dict[int, str] = {}
     for hit in hits:
         protected.setdefault(hit.sub_query, hit.id)
-    kept: list[Hit] = []
+    weak = [h for h in hits if h.score < floor and protected[h.sub_query] != h.id and replacement_query(h)]
+    examined = {h.id for h in sorted(weak, key=lambda h: (h.score, h.id))[:max_replacements]}
+    outcome: dict[str, Hit | None] = {}  # examined id -> its replacement, or None when dropped
     attempted = successful = 0
-    dropped: list[str] = []
-    for hit in hits:
-        if hit.score >= floor or protected[hit.sub_query] == hit.id:
-            kept.append(hit)
-            continue
-        query = replacement_query(hit)
-        if attempted >= max_replacements or query is None or not has_time():
-            dropped.append(hit.id)
-            continue
+    remaining = len(hits)
+    for hit in sorted((h for h in hits if h.id in examined), key=lambda h: (h.score, h.id)):
+        if not has_time():
+            break
         attempted += 1
+        asked = f"{sub_queries[hit.sub_query]} {replacement_query(hit)}" if hit.sub_query < len(sub_queries) \
+            else str(replacement_query(hit))
         try:
-            candidates = search(query, REPLACEMENT_LIMIT)
-        except Exception as exc:  # a failed replacement search only drops the weak hit
+            candidates = search(asked, CANDIDATES)
+        except Exception as exc:  # a failed replacement search leaves the hit where it is
             logger.info("stage=replace replacement search failed: %s", exc)
-            candidates = ()
-        best = _best_candidate(candidates, hit, seen)
-        if best is None:
-            dropped.append(hit.id)
             continue
-        successful += 1
-        seen.add(best.id)
-        kept.append(replace(best, sub_query=hit.sub_query))
-    kept.sort(key=lambda h: (-h.score, h.id))
-    return ReplaceOutcome(
-        hits=tuple(kept), attempted=attempted, successful=successful, dropped=tuple(dropped)
-    )
+        best = _better(candidates, hit, seen)
+        if best is not None:
+            successful += 1
+            seen.add(best.id)
+            outcome[hit.id] = replace(best, sub_query=hit.sub_query)
+        elif remaining > min_results:
+            outcome[hit.id] = None
+            remaining -= 1
+    kept = [outcome.get(h.id, h) for h in hits]
+    dropped = tuple(h.id for h in hits if h.id in outcome and outcome[h.id] is None)
+    return ReplaceOutcome(hits=tuple(h for h in kept if h is not None), attempted=attempted,
+                          successful=successful, dropped=dropped)

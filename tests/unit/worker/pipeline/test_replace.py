@@ -30,18 +30,38 @@ def test_replaces_below_floor_with_better_unseen_candidate():
 
 
 def test_drops_when_no_better_candidate():
-    search = _Search({"title weak": [_hit("worse", 0.1), _hit("top", 0.9)]})  # seen ids don't count
+    # on the same search the weak hit scores 0.5: "worse" (0.4) is not better, "top" is already in
+    search = _Search({"title weak": [_hit("top", 0.9), _hit("weak", 0.5), _hit("worse", 0.4)]})
     out = replace_weak([_hit("top", 0.6), _hit("weak", 0.15)], search, floor=0.25, max_replacements=2)
     assert [h.id for h in out.hits] == ["top"]
     assert out.dropped == ("weak",) and (out.attempted, out.successful) == (1, 0)
 
 
-def test_max_replacements_cap():
+def test_candidates_are_compared_on_the_same_search():
+    search = _Search({"title weak": [_hit("weak", 0.7), _hit("better", 0.8)]})
+    out = replace_weak([_hit("top", 0.6), _hit("weak", 0.15)], search, floor=0.25, max_replacements=2)
+    assert [h.id for h in out.hits] == ["top", "better"] and out.successful == 1
+
+
+def test_replacement_search_asks_the_sub_query_with_the_hit_words():
+    search = _Search()
+    replace_weak([_hit("top", 0.6), _hit("weak", 0.15)], search, floor=0.25, max_replacements=2,
+                 sub_queries=["when did Jon travel"])
+    assert search.calls == ["when did Jon travel title weak"]
+
+
+def test_max_replacements_cap_and_unexamined_weak_hits_are_kept():
     hits = [_hit("top", 0.9)] + [_hit(f"w{i}", 0.1) for i in range(5)]
     search = _Search()
     out = replace_weak(hits, search, floor=0.25, max_replacements=2)
     assert len(search.calls) == 2 and out.attempted == 2
-    assert [h.id for h in out.hits] == ["top"]
+    assert [h.id for h in out.hits] == ["top", "w2", "w3", "w4"] and out.dropped == ("w0", "w1")
+
+
+def test_never_drops_below_min_results():
+    hits = [_hit("top", 0.9), _hit("w0", 0.1), _hit("w1", 0.1)]
+    out = replace_weak(hits, _Search(), floor=0.25, max_replacements=2, min_results=2)
+    assert [h.id for h in out.hits] == ["top", "w1"] and out.dropped == ("w0",)
 
 
 def test_above_floor_kept_unchanged():
@@ -62,16 +82,16 @@ def test_best_of_each_sub_query_survives():
     assert [h.id for h in out.hits] == ["a", "b"]
 
 
-def test_failed_replacement_search_drops_and_continues():
+def test_failed_replacement_search_keeps_the_hit():
     out = replace_weak([_hit("a", 0.9), _hit("b", 0.1)], _Search(fail=True), floor=0.25, max_replacements=2)
-    assert [h.id for h in out.hits] == ["a"] and out.attempted == 1
+    assert [h.id for h in out.hits] == ["a", "b"] and out.attempted == 1
 
 
 def test_no_time_no_search():
     search = _Search()
     out = replace_weak([_hit("a", 0.9), _hit("b", 0.1)], search, floor=0.25, max_replacements=2,
                        has_time=lambda: False)
-    assert search.calls == [] and [h.id for h in out.hits] == ["a"]
+    assert search.calls == [] and [h.id for h in out.hits] == ["a", "b"]
 
 
 @given(scores=st.lists(st.floats(0, 1), min_size=1, max_size=12), cap=st.integers(0, 4))
