@@ -23,7 +23,7 @@ from pathlib import Path
 import redis
 from rq import Worker
 
-from benchmarks.common import ROOT, private_redis
+from ferret.bench.common import ROOT, private_redis
 from ferret.ingest import parse_memory_lines
 from ferret.settings import load_settings
 from producer.client import Producer

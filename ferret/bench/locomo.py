@@ -42,6 +42,7 @@ class CompoundQuery:
     text: str
     parts: tuple[frozenset[str], frozenset[str]]
     template: str
+    questions: tuple[str, str] | None = None  # the two questions it was built from, when known
 
     @property
     def evidence(self) -> frozenset[str]:
@@ -140,7 +141,8 @@ def compound_queries(questions: list[Question], per_conversation: int, seed: int
         rng.shuffle(pairs)
         for index, (a, b) in enumerate(pairs[:per_conversation]):
             template = TEMPLATES[index % len(TEMPLATES)]
-            made.append(CompoundQuery(name, _join(template, a.text, b.text), (a.evidence, b.evidence), template))
+            made.append(CompoundQuery(name, _join(template, a.text, b.text), (a.evidence, b.evidence), template,
+                                      (a.text, b.text)))
     return made
 
 

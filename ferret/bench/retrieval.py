@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from itertools import zip_longest
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,6 +108,17 @@ def _common(answers: Sequence[Answer]) -> dict[str, float]:
             "median_ms": round(statistics.median(a.seconds for a in answers) * 1000, 3) if answers else 0.0}
 
 
+def _oracle_split(backend: InMemoryBackend, query: CompoundQuery, limit: int) -> Answer:
+    """Reference: the two original questions searched apart and interleaved (a perfect split)."""
+    assert query.questions is not None
+    start = time.perf_counter()
+    lists = [backend.search(q, limit, NO_FILTERS) for q in query.questions]
+    ids: list[str] = []
+    for pair in zip_longest(*lists):
+        ids.extend(h.id for h in pair if h is not None and h.id not in ids)
+    return Answer(tuple(ids[:20]), 0, time.perf_counter() - start)
+
+
 def evaluate(dataset: Dataset, compounds: Sequence[CompoundQuery], base: PipelineSettings,
              progress: Callable[[int], None] = lambda n: None) -> dict[str, Any]:
     backends = {name: InMemoryBackend(memories) for name, memories in dataset.memories.items()}
@@ -118,6 +130,9 @@ def evaluate(dataset: Dataset, compounds: Sequence[CompoundQuery], base: Pipelin
         progress(len(multis))
         report[name] = {"single": {**score_singles(singles, dataset.questions), **_common(singles)},
                         "compound": {**score_compounds(multis, compounds), **_common(multis)}}
+    if compounds and all(q.questions for q in compounds):
+        oracle = [_oracle_split(backends[q.conversation], q, base.search_limit_per_query) for q in compounds]
+        report["reference_perfect_split"] = {"compound": {**score_compounds(oracle, compounds), **_common(oracle)}}
     return report
 
 
@@ -126,9 +141,16 @@ def markdown(report: dict[str, Any]) -> str:
              "| results | ctx tokens | ms (median) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in report.items():
+        if "single" not in row:
+            continue
         s, c = row["single"], row["compound"]
         lines.append(f"| {name} | {s['recall@5']:.3f} | {s['recall@10']:.3f} | {s['recall@20']:.3f} | "
                      f"{s['all@10']:.3f} | {c['both@5']:.3f} | {c['both@10']:.3f} | {c['both@20']:.3f} | "
                      f"{c['recall@10']:.3f} | {s['mean_results']:.1f} | {s['mean_context_tokens']:.0f} | "
                      f"{s['median_ms']:.2f} |")
+    oracle = report.get("reference_perfect_split")
+    if oracle:
+        c = oracle["compound"]
+        lines.append(f"| reference: perfect split, interleaved | | | | | {c['both@5']:.3f} | {c['both@10']:.3f} | "
+                     f"{c['both@20']:.3f} | {c['recall@10']:.3f} | | | |")
     return "\n".join(lines)

@@ -114,9 +114,9 @@ def run(ctx: click.Context, query: str, namespace: str, max_results: int | None,
 
 
 def _register() -> None:
-    from ferret.cli import batch, demo, service
+    from ferret.cli import batch, bench, demo, service
 
-    for command in (*service.COMMANDS, batch.batch, demo.demo):
+    for command in (*service.COMMANDS, batch.batch, demo.demo, bench.bench):
         cli.add_command(command)
 
 

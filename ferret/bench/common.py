@@ -1,14 +1,15 @@
-"""Helpers shared by the benchmark scripts: a private redis-server, stats."""
+"""Helpers shared by the benchmarks: percentiles, a private redis-server."""
 
 from __future__ import annotations
 
 import json
 import statistics
+from importlib import resources
 from pathlib import Path
 
+from ferret.ingest import parse_memory_lines
 from ferret.redis_conn import EmbeddedRedis
-
-ROOT = Path(__file__).resolve().parent.parent
+from worker.pipeline.records import Memory
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -26,6 +27,12 @@ def summary_ms(seconds: list[float]) -> dict[str, float]:
 def private_redis(directory: Path) -> EmbeddedRedis:
     """A throwaway redis-server on a unix socket in ``directory``."""
     return EmbeddedRedis(directory).start()
+
+
+def sample_memories() -> list[Memory]:
+    text = resources.files("ferret.data").joinpath("sample_memories.jsonl").read_text()
+    memories, _ = parse_memory_lines(text.splitlines())
+    return memories
 
 
 def write_json(path: Path | None, data: object) -> None:

@@ -1,0 +1,170 @@
+"""Service performance: Ferret's queue service against raw RQ, one run.
+
+With a private redis-server and real worker processes (RQ ``SimpleWorker``
+for both):
+- throughput: N jobs are queued, then k workers drain them; rate = N /
+  (last job end - first job start), from the jobs' own timestamps. Raw and
+  Ferret rounds alternate and the median round is reported;
+- latency: with k idle workers, one job at a time is enqueued and waited for
+  (RQ: its blocking result stream; Ferret: the producer's blocking wait);
+- Ferret runs a fast-path query mix and a compound query mix.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+from rq import Queue, Worker
+from rq.job import Job
+from rq.serializers import JSONSerializer
+
+from ferret.bench.common import private_redis, sample_memories, summary_ms
+from ferret.settings import load_settings
+from producer.client import Producer
+from worker.backends.local import MemoryStore
+
+NAMESPACE = "bench"
+FAST = ("funding squeeze playbook", "BTC thesis", "lesson about stops", "SOL open interest signal")
+COMPOUND = ("What's my BTC thesis and how did my last SOL trade go?", "BTC and SOL analysis",
+            "What lessons did I learn about stops? Also, which breakouts did I miss?")
+NOOP = "ferret.bench.noop.noop"
+_RAW_WORKER = ("import sys, redis; from rq import SimpleWorker, Queue; from rq.serializers import JSONSerializer;"
+               "c = redis.Redis.from_url(sys.argv[1]); SimpleWorker([Queue('raw', connection=c, "
+               "serializer=JSONSerializer)], connection=c, serializer=JSONSerializer)"
+               ".work(burst=sys.argv[2] == '1', logging_level='WARNING')")
+
+
+class Bench:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = redis.Redis.from_url(url)
+        MemoryStore(self.client, NAMESPACE).upsert(sample_memories())
+        self.producer = Producer(self.client, load_settings(environ={"FERRET_REDIS__URL": url}))
+        self.raw_queue = Queue("raw", connection=self.client, serializer=JSONSerializer)
+
+    def _worker(self, kind: str, burst: bool) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "FERRET_REDIS__URL": self.url}
+        if kind == "raw":
+            args = [sys.executable, "-c", _RAW_WORKER, self.url, "1" if burst else "0"]
+        else:
+            args = [sys.executable, "-m", "ferret.cli.main", "worker", "--queues", "prefetch"]
+            args += ["--burst"] if burst else []
+        return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def _drain(self, kind: str, workers: int) -> None:
+        for process in [self._worker(kind, burst=True) for _ in range(workers)]:
+            process.wait()
+
+    def raw_throughput(self, jobs: int, workers: int) -> float:
+        queued = [self.raw_queue.enqueue_call(NOOP, args=({"i": i},), result_ttl=600) for i in range(jobs)]
+        self._drain("raw", workers)
+        fetched = [j for j in Job.fetch_many([j.id for j in queued], connection=self.client,
+                                             serializer=JSONSerializer) if j]
+        ends = [j.ended_at for j in fetched if j.ended_at]
+        starts = [j.started_at for j in fetched if j.started_at]
+        return len(ends) / (max(ends) - min(starts)).total_seconds()
+
+    def ferret_throughput(self, queries: tuple[str, ...], jobs: int, workers: int) -> float:
+        handles = [self.producer.enqueue({"query": queries[i % len(queries)], "namespace": NAMESPACE,
+                                          "deadline_seconds": 600}) for i in range(jobs)]
+        self._drain("ferret", workers)
+        results = [self.producer.result(h) for h in handles]
+        assert all(r is not None and r.status == "ok" for r in results), "every job must succeed"
+        starts = [r.timestamps.started_at for r in results if r and r.timestamps.started_at]
+        ends = [r.timestamps.finished_at for r in results if r and r.timestamps.finished_at]
+        return len(results) / (max(ends) - min(starts))
+
+    def _with_idle_workers(self, kind: str, workers: int, run: Callable[[], list[float]]) -> list[float]:
+        before = Worker.count(connection=self.client)
+        processes = [self._worker(kind, burst=False) for _ in range(workers)]
+        try:
+            deadline = time.monotonic() + 60
+            while Worker.count(connection=self.client) < before + workers and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return run()
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait()
+
+    def raw_latency(self, runs: int, workers: int) -> list[float]:
+        def run() -> list[float]:
+            times = []
+            for i in range(runs):
+                start = time.perf_counter()
+                job = self.raw_queue.enqueue_call(NOOP, args=({"i": i},), result_ttl=600)
+                assert job.latest_result(timeout=10) is not None
+                times.append(time.perf_counter() - start)
+            return times
+        return self._with_idle_workers("raw", workers, run)
+
+    def ferret_latency(self, queries: tuple[str, ...], runs: int, workers: int) -> list[float]:
+        def run() -> list[float]:
+            times = []
+            for i in range(runs):
+                start = time.perf_counter()
+                handle = self.producer.enqueue({"query": queries[i % len(queries)], "namespace": NAMESPACE})
+                result = self.producer.wait(handle, 10)
+                assert result is not None and result.status == "ok"
+                times.append(time.perf_counter() - start)
+            return times
+        return self._with_idle_workers("ferret", workers, run)
+
+
+def _median_rounds(rounds: int, measure: Callable[[], float]) -> tuple[float, list[float]]:
+    values = [measure() for _ in range(rounds)]
+    return statistics.median(values), [round(v, 1) for v in values]
+
+
+def run_service_bench(jobs: int = 1000, latency_runs: int = 300, rounds: int = 3,
+                      log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    report: dict[str, Any] = {"worker_class": "SimpleWorker", "jobs": jobs, "rounds": rounds}
+    with tempfile.TemporaryDirectory(prefix="ferret-bench-") as home:
+        server = private_redis(Path(home))
+        try:
+            bench = Bench(server.url)
+            for workers in (1, 2):
+                log(f"throughput with {workers} worker(s)")
+                raw_rates, fast_rates, compound_rates = [], [], []
+                for _ in range(rounds if workers == 1 else 1):  # alternate, so noise hits all alike
+                    raw_rates.append(bench.raw_throughput(jobs, workers))
+                    fast_rates.append(bench.ferret_throughput(FAST, jobs, workers))
+                    compound_rates.append(bench.ferret_throughput(COMPOUND, jobs, workers))
+                log(f"latency with {workers} worker(s)")
+                row = {
+                    "raw_rq": {"jobs_per_s": round(statistics.median(raw_rates), 1),
+                               "rounds": [round(r, 1) for r in raw_rates],
+                               **summary_ms(bench.raw_latency(latency_runs, workers))},
+                    "ferret_fast": {"jobs_per_s": round(statistics.median(fast_rates), 1),
+                                    "rounds": [round(r, 1) for r in fast_rates],
+                                    **summary_ms(bench.ferret_latency(FAST, latency_runs, workers))},
+                    "ferret_compound": {"jobs_per_s": round(statistics.median(compound_rates), 1),
+                                        "rounds": [round(r, 1) for r in compound_rates],
+                                        **summary_ms(bench.ferret_latency(COMPOUND, latency_runs, workers))},
+                }
+                row["fast_throughput_ratio"] = round(row["ferret_fast"]["jobs_per_s"] / row["raw_rq"]["jobs_per_s"], 3)
+                row["fast_p50_latency_ratio"] = round(row["ferret_fast"]["p50_ms"] / row["raw_rq"]["p50_ms"], 3)
+                report[f"{workers}_workers"] = row
+        finally:
+            server.stop()
+    return report
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = ["| workers | system | jobs/s | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|---|---|"]
+    for workers in (1, 2):
+        row = report[f"{workers}_workers"]
+        for name in ("raw_rq", "ferret_fast", "ferret_compound"):
+            r = row[name]
+            lines.append(f"| {workers} | {name} | {r['jobs_per_s']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} |")
+    return "\n".join(lines)

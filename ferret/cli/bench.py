@@ -1,0 +1,81 @@
+"""``ferret bench``: retrieval quality on LoCoMo, and service performance."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ferret.cli.options import settings_of
+
+DEFAULT_OUT = Path("bench-results")
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks that print tables and write JSON."""
+
+
+@bench.command()
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A LoCoMo-format JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")
+@click.option("--compound-per-conversation", default=40, show_default=True,
+              help="Compound queries built from question pairs of each conversation.")
+@click.option("--compound-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Read a fixed compound set (JSONL) instead of building one.")
+@click.option("--seed", default=7, show_default=True, help="Seed for building compound queries.")
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+@click.pass_context
+def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: int, compound_file: Path | None,
+              seed: int, out_dir: Path) -> None:
+    """Single-shot search vs Ferret vs each stage switched off, at k = 5, 10, 20."""
+    from ferret.bench.locomo import compound_queries, load, read_compound_file
+    from ferret.bench.retrieval import evaluate, markdown
+
+    dataset = load(data_path)
+    compounds = (read_compound_file(compound_file) if compound_file
+                 else compound_queries(dataset.questions, compound_per_conversation, seed))
+    total = 7 * (len(dataset.questions) + len(compounds))
+    with click.progressbar(length=total, label="queries", file=sys.stderr) as bar:
+        report = evaluate(dataset, compounds, settings_of(ctx).pipeline, progress=bar.update)
+    table = markdown(report)
+    document = {"data": str(data_path), "questions": len(dataset.questions), "compound_queries": len(compounds),
+                "skipped": dict(dataset.skipped), "systems": report}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "retrieval.json").write_text(json.dumps(document, indent=2))
+    (out_dir / "retrieval.md").write_text(table + "\n")
+    click.echo(f"{len(dataset.questions)} questions, {len(compounds)} compound queries; "
+               f"skipped: {dict(dataset.skipped)}")
+    click.echo(table)
+    click.echo(f"\nwrote {out_dir / 'retrieval.json'} and {out_dir / 'retrieval.md'}")
+
+
+@bench.command()
+@click.option("--jobs", default=1000, show_default=True, help="Jobs per throughput round.")
+@click.option("--latency-runs", default=300, show_default=True, help="Sequential jobs for latency.")
+@click.option("--rounds", default=3, show_default=True, help="Alternating throughput rounds (1 worker).")
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+def service(jobs: int, latency_runs: int, rounds: int, out_dir: Path) -> None:
+    """Raw RQ vs Ferret with real workers; pipeline overhead; sub-query parallelism."""
+    from ferret.bench.fast_path import fast_path, parallelism
+    from ferret.bench.service import markdown, run_service_bench
+
+    overhead = fast_path()
+    parallel = parallelism()
+    report = run_service_bench(jobs, latency_runs, rounds, log=lambda s: click.echo(s, err=True))
+    report.update(pipeline_overhead=overhead, parallelism=parallel)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "service.json").write_text(json.dumps(report, indent=2))
+    click.echo(markdown(report))
+    for workers in (1, 2):
+        row = report[f"{workers}_workers"]
+        click.echo(f"{workers} worker(s): Ferret fast path / raw RQ throughput {row['fast_throughput_ratio']} "
+                   f"(target >= 0.8), p50 latency {row['fast_p50_latency_ratio']} (target < 2)")
+    click.echo(f"pipeline overhead over one search: {overhead['overhead_ms']:.3f} ms "
+               f"(search {overhead['search_median_ms']:.3f} ms, pipeline {overhead['pipeline_median_ms']:.3f} ms)")
+    click.echo(f"compound query, backend at {parallel['backend_latency_ms']:.0f} ms a search: "
+               f"{parallel['compound_ms']:.1f} ms for {parallel['searches_per_compound_job']} searches "
+               f"(one search {parallel['one_search_ms']:.1f} ms; in sequence ~{parallel['sequential_would_be_ms']:.0f} ms)")
+    click.echo(f"wrote {out_dir / 'service.json'}")
