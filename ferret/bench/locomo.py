@@ -24,8 +24,8 @@ from worker.pipeline.records import Memory
 EVALUATED_CATEGORIES = (1, 2, 3, 4)
 _DIA_ID = re.compile(r"^D\d+:\d+$")
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
-_QUESTION_WORD = re.compile(r"^(what|when|where|who|which|how|why|did|does|do|is|are|was|were|has|have|would|could|can)\b",
-                            re.IGNORECASE)
+_QUESTION_WORD = re.compile(
+    r"^(what|when|where|who|which|how|why|did|does|do|is|are|was|were|has|have|would|could|can)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

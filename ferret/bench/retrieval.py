@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from itertools import zip_longest
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Any
 
 from ferret.bench.locomo import CompoundQuery, Dataset, Question

@@ -77,5 +77,6 @@ def service(jobs: int, latency_runs: int, rounds: int, out_dir: Path) -> None:
                f"(search {overhead['search_median_ms']:.3f} ms, pipeline {overhead['pipeline_median_ms']:.3f} ms)")
     click.echo(f"compound query, backend at {parallel['backend_latency_ms']:.0f} ms a search: "
                f"{parallel['compound_ms']:.1f} ms for {parallel['searches_per_compound_job']} searches "
-               f"(one search {parallel['one_search_ms']:.1f} ms; in sequence ~{parallel['sequential_would_be_ms']:.0f} ms)")
+               f"(one search {parallel['one_search_ms']:.1f} ms; "
+               f"in sequence ~{parallel['sequential_would_be_ms']:.0f} ms)")
     click.echo(f"wrote {out_dir / 'service.json'}")
