@@ -121,9 +121,9 @@ class Bench:
         return self._with_idle_workers("ferret", workers, run)
 
 
-def _median_rounds(rounds: int, measure: Callable[[], float]) -> tuple[float, list[float]]:
-    values = [measure() for _ in range(rounds)]
-    return statistics.median(values), [round(v, 1) for v in values]
+def _row(rates: list[float], latencies: list[float]) -> dict[str, Any]:
+    return {"jobs_per_s": round(statistics.median(rates), 1), "rounds": [round(r, 1) for r in rates],
+            **summary_ms(latencies)}
 
 
 def run_service_bench(jobs: int = 1000, latency_runs: int = 300, rounds: int = 3,
@@ -141,20 +141,14 @@ def run_service_bench(jobs: int = 1000, latency_runs: int = 300, rounds: int = 3
                     fast_rates.append(bench.ferret_throughput(FAST, jobs, workers))
                     compound_rates.append(bench.ferret_throughput(COMPOUND, jobs, workers))
                 log(f"latency with {workers} worker(s)")
-                row = {
-                    "raw_rq": {"jobs_per_s": round(statistics.median(raw_rates), 1),
-                               "rounds": [round(r, 1) for r in raw_rates],
-                               **summary_ms(bench.raw_latency(latency_runs, workers))},
-                    "ferret_fast": {"jobs_per_s": round(statistics.median(fast_rates), 1),
-                                    "rounds": [round(r, 1) for r in fast_rates],
-                                    **summary_ms(bench.ferret_latency(FAST, latency_runs, workers))},
-                    "ferret_compound": {"jobs_per_s": round(statistics.median(compound_rates), 1),
-                                        "rounds": [round(r, 1) for r in compound_rates],
-                                        **summary_ms(bench.ferret_latency(COMPOUND, latency_runs, workers))},
+                raw = _row(raw_rates, bench.raw_latency(latency_runs, workers))
+                fast = _row(fast_rates, bench.ferret_latency(FAST, latency_runs, workers))
+                compound = _row(compound_rates, bench.ferret_latency(COMPOUND, latency_runs, workers))
+                report[f"{workers}_workers"] = {
+                    "raw_rq": raw, "ferret_fast": fast, "ferret_compound": compound,
+                    "fast_throughput_ratio": round(fast["jobs_per_s"] / raw["jobs_per_s"], 3),
+                    "fast_p50_latency_ratio": round(fast["p50_ms"] / raw["p50_ms"], 3),
                 }
-                row["fast_throughput_ratio"] = round(row["ferret_fast"]["jobs_per_s"] / row["raw_rq"]["jobs_per_s"], 3)
-                row["fast_p50_latency_ratio"] = round(row["ferret_fast"]["p50_ms"] / row["raw_rq"]["p50_ms"], 3)
-                report[f"{workers}_workers"] = row
         finally:
             server.stop()
     return report
