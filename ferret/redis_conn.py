@@ -21,6 +21,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from ferret.errors import ConfigError
 from ferret.settings import Settings
@@ -28,6 +30,7 @@ from ferret.settings import Settings
 logger = logging.getLogger(__name__)
 
 _START_TIMEOUT_SECONDS = 10.0
+RECONNECT_ATTEMPTS = 8  # 0.05 s doubling to 2 s: about 10 s in all
 
 
 def redis_server_binary() -> str:
@@ -111,9 +114,15 @@ class EmbeddedRedis:
 
 
 def client_for(url: str) -> redis.Redis:
-    """A client for ``url`` (raw bytes, as RQ needs), with health checks."""
+    """A client for ``url`` (raw bytes, as RQ needs), with health checks, that
+    rides out a Redis restart: connection errors are retried with backoff for
+    about ten seconds before they surface."""
     try:
-        return redis.Redis.from_url(url, health_check_interval=30)
+        return redis.Redis.from_url(
+            url, health_check_interval=30,
+            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), RECONNECT_ATTEMPTS),
+            retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        )
     except ValueError as exc:
         raise ConfigError(f"invalid redis URL {redacted(url)}: {exc}") from exc
 

@@ -9,6 +9,7 @@ cannot replace it), and every key gets a TTL. Waiters block on the done list
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import redis
@@ -16,6 +17,8 @@ from pydantic_core import to_json
 
 from ferret import keys
 from ferret.contract import RetrievalResult
+
+WAIT_SLICE_SECONDS = 2.0
 
 _WRITE_ONCE = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
@@ -54,17 +57,21 @@ class ResultStore:
         return bool(self.client.exists(keys.result(job_id)))
 
     def wait(self, job_id: str, timeout: float) -> RetrievalResult | None:
-        """Block until the result exists or ``timeout`` seconds pass."""
+        """Block until the result exists or ``timeout`` seconds pass.
+
+        Blocks in slices shorter than any client socket timeout (redis-py 8
+        defaults to 5 s), so a long wait never reads as a dead connection."""
         found = self.read(job_id)
-        if found is not None or timeout <= 0:
-            return found
-        token = self.client.blpop([keys.done(job_id)], timeout=timeout)
-        if token is not None:
-            with self.client.pipeline(transaction=True) as pipe:  # wake other waiters too
-                pipe.rpush(keys.done(job_id), token[1])
-                pipe.expire(keys.done(job_id), self.result_ttl)
-                pipe.execute()
-        return self.read(job_id)
+        deadline = time.monotonic() + timeout
+        while found is None and (left := deadline - time.monotonic()) > 0:
+            token = self.client.blpop([keys.done(job_id)], timeout=min(left, WAIT_SLICE_SECONDS))
+            if token is not None:
+                with self.client.pipeline(transaction=True) as pipe:  # wake other waiters too
+                    pipe.rpush(keys.done(job_id), token[1])
+                    pipe.expire(keys.done(job_id), self.result_ttl)
+                    pipe.execute()
+            found = self.read(job_id)
+        return found
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
         raw = self.client.get(keys.trace(trace_id))

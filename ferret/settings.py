@@ -79,6 +79,11 @@ class ServiceSettings(_Strict):
     hard_timeout_grace_seconds: float = Field(2.0, ge=0.5, le=600)
     record_query_text: bool = True
     worker_class: Literal["simple", "fork"] = "simple"
+    # A worker that stops heart-beating this long is dead; its jobs are re-run
+    # (time left, not re-run before) or end "failed". Checked every reaper_interval.
+    worker_ttl_seconds: int = Field(16, ge=5, le=3600)
+    reaper_interval_seconds: float = Field(1.0, gt=0, le=600)
+    max_reruns: int = Field(1, ge=0, le=5)
 
 
 class LimitSettings(_Strict):

@@ -30,7 +30,7 @@ from worker.backends.factory import Backends, build_backends
 from worker.pipeline.budget import Budget
 from worker.pipeline.orchestrator import PipelineResult, run_pipeline
 from worker.pipeline.tracing import Span, SpanCollector, new_span_id
-from worker.results_builder import result_items
+from worker.results_builder import fit_result, result_items
 
 logger = logging.getLogger(__name__)
 
@@ -203,6 +203,7 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = 
             )
         with tracer.span("result_write"):
             result = _result(ctx, env, request, outcome.status, started_at, tracer.trace_id, **fields)
+            result = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
     trace = {"trace_id": tracer.trace_id, "job_id": job_id, "spans": [s.to_dict() for s in tracer.spans],
              "dropped_spans": tracer.dropped}
@@ -210,6 +211,23 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = 
     took = (time.time() - started_at) * 1000
     logger.info("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
     return result
+
+
+def lost_result(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None, reason: str) -> RetrievalResult:
+    """Write (once) the ``failed`` result of a job whose worker died under it."""
+    env = _failed_envelope(payload, job_id, origin)
+    raw = env.raw_request if isinstance(env.raw_request, dict) else {}
+    try:
+        request = parse_request(raw, ctx.settings.limits)
+    except InvalidRequest:
+        request = None
+    if isinstance(payload, dict):
+        deadline = payload.get("deadline_at")
+        if isinstance(deadline, (int, float)) and not isinstance(deadline, bool) and math.isfinite(deadline):
+            env.deadline_at = float(deadline)
+    result = _result(ctx, env, request, "failed", time.time(), "0" * 32, error=reason)
+    ctx.results.write(result, None)
+    return ctx.results.read(job_id) or result
 
 
 def run_retrieval(payload: Any) -> dict[str, Any]:

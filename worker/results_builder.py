@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ferret.contract import ResultItem
+from ferret.contract import ResultItem, RetrievalResult
 from worker.pipeline.formatting import preview
 from worker.pipeline.records import Hit
 from worker.pipeline.sections import section_for_subtype
@@ -30,3 +30,17 @@ def result_items(hits: Sequence[Hit], sub_queries: Sequence[str]) -> list[Result
             date=(memory.temporal_event_time or memory.provenance_created_at or None),
         ))
     return items
+
+
+def fit_result(result: RetrievalResult, max_bytes: int) -> RetrievalResult:
+    """Trim a result until its JSON fits ``max_bytes``: first the context, then
+    results from the tail. Marks ``stats.truncated``. Untouched when it fits."""
+    if len(result.model_dump_json()) <= max_bytes:
+        return result
+    stats = {**result.stats, "truncated": True}
+    trimmed = result.model_copy(update={"stats": stats})
+    while len(trimmed.model_dump_json()) > max_bytes and trimmed.context:
+        trimmed = trimmed.model_copy(update={"context": trimmed.context[: len(trimmed.context) // 2]})
+    while len(trimmed.model_dump_json()) > max_bytes and trimmed.results:
+        trimmed = trimmed.model_copy(update={"results": trimmed.results[:-1]})
+    return trimmed

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,20 +26,47 @@ from rq.serializers import JSONSerializer
 
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
-from ferret.results import ResultStore
 from ferret.settings import Settings
-from worker.job import init_context, take_finished
+from worker.job import WorkerContext, init_context, lost_result, take_finished
 from worker.metrics import FerretMetrics
+from worker.reaper import reap
 
 logger = logging.getLogger(__name__)
 
+# How often a forking worker's parent heart-beats while its work horse runs.
+JOB_MONITORING_SECONDS = 5
+
 
 class _Observed:
-    """Mixin: mark busy/idle and record each finished job's metrics."""
+    """Mixin: busy/idle, metrics after each job, and the reaper for lost jobs."""
 
     ferret_metrics: FerretMetrics
-    ferret_results: ResultStore
+    ferret_context: WorkerContext
     ferret_backend: str
+    _ferret_last_reap = 0.0
+
+    def get_heartbeat_ttl(self, job: Job) -> int:
+        """Short, so a killed worker is noticed within seconds (see worker.reaper)."""
+        ttl: int = self.worker_ttl  # type: ignore[attr-defined]
+        if job.timeout and job.timeout > 0:
+            return min(ttl, int(job.timeout) + 1)
+        return ttl
+
+    @property
+    def should_run_maintenance_tasks(self) -> bool:
+        interval = self.ferret_context.settings.service.reaper_interval_seconds
+        return bool(super().should_run_maintenance_tasks  # type: ignore[misc]
+                    or time.monotonic() - self._ferret_last_reap >= interval)
+
+    def run_maintenance_tasks(self) -> None:
+        if super().should_run_maintenance_tasks:  # type: ignore[misc]
+            super().run_maintenance_tasks()  # type: ignore[misc]
+        self._ferret_last_reap = time.monotonic()
+        try:
+            for result in reap(self.ferret_context, self.queues):  # type: ignore[attr-defined]
+                self.ferret_metrics.record(result, self.ferret_backend)
+        except Exception:
+            logger.exception("reaper pass failed")
 
     def execute_job(self, job: Job, queue: Queue) -> Any:
         self.ferret_metrics.busy.set(1)
@@ -46,16 +74,17 @@ class _Observed:
             return super().execute_job(job, queue)  # type: ignore[misc]
         finally:
             self.ferret_metrics.busy.set(0)
-            self._record(job.id)
+            self._record(job)
 
-    def _record(self, job_id: str) -> None:
+    def _record(self, job: Job) -> None:
         try:
-            result = take_finished(job_id) or self.ferret_results.read(job_id)  # forked: read it back
+            result = take_finished(job.id) or self.ferret_context.results.read(job.id)  # forked: read it back
+            if result is None:  # the work horse died before writing one
+                payload = job.args[0] if job.args else None
+                result = lost_result(self.ferret_context, payload, job.id, job.origin,
+                                     "work horse died while running the job")
         except Exception:
-            logger.exception("job=%s cannot read the result for metrics", job_id)
-            return
-        if result is None:
-            logger.warning("job=%s ended without a result; not counted", job_id)
+            logger.exception("job=%s cannot read or write the result for metrics", job.id)
             return
         self.ferret_metrics.record(result, self.ferret_backend)
 
@@ -89,9 +118,10 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     worker = cls(
         [Queue(q, connection=client, serializer=JSONSerializer) for q in ordered],
         connection=client, serializer=JSONSerializer, name=name,
+        worker_ttl=settings.service.worker_ttl_seconds, job_monitoring_interval=JOB_MONITORING_SECONDS,
     )
     worker.ferret_metrics = metrics or FerretMetrics()  # type: ignore[attr-defined]
-    worker.ferret_results = context.results  # type: ignore[attr-defined]
+    worker.ferret_context = context  # type: ignore[attr-defined]
     worker.ferret_backend = settings.backend.kind  # type: ignore[attr-defined]
     return worker
 

@@ -35,7 +35,9 @@ class FakeNous:
         self.mode = "ok"
         self.delay = 0.0
         self.slow_terms: set[str] = set()  # queries containing one of these sleep ``delay``
+        self.slow_first = 0  # the first N search requests sleep ``delay``
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
         self.max_limit_seen = 0
         self.auth_headers: list[str | None] = []
         fake = self
@@ -89,7 +91,11 @@ class FakeNous:
             return self._json(handler, 400, {"error": "invalid JSON body"})
         self.requests.append((handler.path, body))
         query_text = str(body.get("query", "")).lower()
-        if any(term in query_text for term in self.slow_terms):
+        with self._lock:
+            slow_now = self.slow_first > 0 and handler.path == "/v1/search"
+            if slow_now:
+                self.slow_first -= 1
+        if slow_now or any(term in query_text for term in self.slow_terms):
             time.sleep(self.delay)
         if handler.path == "/v1/search":
             return self._search(handler, body)
