@@ -37,7 +37,8 @@ def _deadline(job: Job) -> float | None:
 
 
 def _worker_alive(ctx: WorkerContext, job: Job) -> bool:
-    return bool(job.worker_name) and bool(ctx.client.exists(f"rq:worker:{job.worker_name}"))
+    """A job not yet stamped with its worker is just starting: count it alive."""
+    return not job.worker_name or bool(ctx.client.exists(f"rq:worker:{job.worker_name}"))
 
 
 def reap(ctx: WorkerContext, queues: Sequence[Queue], now: float | None = None) -> list[RetrievalResult]:

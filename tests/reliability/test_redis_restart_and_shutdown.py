@@ -1,0 +1,123 @@
+"""Redis restarted during a batch; SIGTERM while a job runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import redis
+
+from ferret.ingest import parse_memory_lines
+from tests.conftest import ROOT, SAMPLE
+from tests.fakes.nous_server import FakeNous
+from worker.backends.local import MemoryStore
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class DurableRedis:
+    """A redis-server with an fsync-always AOF, restartable on the same port and data."""
+
+    def __init__(self, directory) -> None:
+        self.directory, self.port = directory, _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--dir", str(self.directory), "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if redis.Redis.from_url(self.url).ping():
+                    return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()  # SIGTERM: redis flushes the AOF and exits
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def durable_redis(tmp_path):
+    server = DurableRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_redis_restart_during_a_batch(tmp_path, durable_redis):
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
+           "FERRET_REDIS__URL": durable_redis.url, "PYTHONPATH": str(ROOT)}
+    memories, _ = parse_memory_lines(SAMPLE.read_text().splitlines())
+    MemoryStore(redis.Redis.from_url(durable_redis.url), "sample").upsert(memories)
+    lines = [json.dumps({"query": f"BTC thesis {i}", "namespace": "sample"}) for i in range(600)]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    workers = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env,
+                                stderr=subprocess.DEVNULL) for _ in range(2)]
+    batch = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out),
+                              "--wait", "120"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 100):
+            time.sleep(0.05)
+        durable_redis.stop()
+        time.sleep(1.0)
+        durable_redis.start()
+        first = batch.wait(timeout=180)
+        if first != 0:  # the producer gave up during the outage: resume it, as a user would
+            resumed = subprocess.run([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out",
+                                      str(out), "--resume", "--wait", "120"], env=env, capture_output=True,
+                                     text=True, timeout=240)
+            assert resumed.returncode == 0, resumed.stderr[-2000:]
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        ids = [row["request_id"] for row in rows]
+        assert len(ids) == len(set(ids)) == 600, "every line exactly once"
+        assert {row["status"] for row in rows} == {"ok"}
+        for process in workers:
+            assert process.poll() is None, "workers reconnected by themselves"
+    finally:
+        for process in workers:
+            process.terminate()
+        for process in workers:
+            process.wait(timeout=20)
+
+
+@pytest.fixture
+def slow_nous():
+    memories, _ = parse_memory_lines(SAMPLE.read_text().splitlines())
+    fake = FakeNous(memories)
+    yield fake
+    fake.close()
+
+
+def test_sigterm_lets_the_running_job_finish(producer, start_workers, redis_client, slow_nous):
+    slow_nous.slow_first, slow_nous.delay = 1, 2.0
+    (worker,) = start_workers(1, extra_env={
+        "FERRET_BACKEND__KIND": "nous", "FERRET_BACKEND__NOUS__BASE_URL": slow_nous.base_url,
+        "FERRET_BACKEND__NOUS__TIMEOUT_SECONDS": "10"})
+    handle = producer.enqueue({"query": "BTC thesis", "queue": "batch", "deadline_seconds": 30})
+    while not slow_nous.requests:
+        time.sleep(0.02)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=20) == 0
+    result = producer.result(handle)
+    assert result is not None and result.status == "ok", "the in-flight job finished before the worker left"
