@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -22,7 +23,14 @@ import redis
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
-from ferret.contract import RetrievalRequest, RetrievalResult, Timestamps, parse_request
+from ferret.contract import (
+    NAMESPACE_PATTERN,
+    REQUEST_ID_PATTERN,
+    RetrievalRequest,
+    RetrievalResult,
+    Timestamps,
+    parse_request,
+)
 from ferret.errors import BackendError, FerretError, InvalidRequest
 from ferret.results import ResultStore
 from ferret.settings import Settings, load_settings
@@ -33,6 +41,9 @@ from worker.pipeline.tracing import Span, SpanCollector, new_span_id
 from worker.results_builder import fit_result, result_items
 
 logger = logging.getLogger(__name__)
+
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+
 
 @dataclass
 class WorkerContext:
@@ -90,8 +101,8 @@ def _envelope(payload: Any, job_id: str) -> _Envelope:
         raise InvalidRequest("payload", f"must be an object, not {type(payload).__name__}")
     enqueued_at, deadline_at = _epoch(payload, "enqueued_at"), _epoch(payload, "deadline_at")
     trace_id = payload.get("trace_id")
-    if trace_id is not None and (not isinstance(trace_id, str) or len(trace_id) != 32):
-        trace_id = None
+    if not isinstance(trace_id, str) or not _TRACE_ID.fullmatch(trace_id):
+        trace_id = None  # a trace id names a key: only the producer's own hex ids are taken
     version = payload.get("memory_version")
     version = version if isinstance(version, int) and not isinstance(version, bool) else None
     return _Envelope(job_id, enqueued_at, deadline_at, trace_id, payload.get("request"), version)
@@ -114,8 +125,16 @@ def _failed_envelope(payload: Any, job_id: str, origin: str | None) -> _Envelope
     return _Envelope(job_id, enqueued, now, None, data.get("request"), origin=origin)
 
 
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+def _valid_or_none(value: Any, pattern: re.Pattern[str]) -> str | None:
+    """An id copied from an invalid request only when it is well formed."""
+    return value if isinstance(value, str) and len(value) <= 256 and pattern.match(value) else None
+
+
+def _safe_text(text: str | None, limit: int = 1000) -> str | None:
+    """Text that always encodes (input may carry lone surrogates), cut to ``limit``."""
+    if text is None:
+        return None
+    return text.encode("utf-8", "replace").decode("utf-8")[:limit]
 
 
 def _result(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest | None, status: str,
@@ -123,15 +142,15 @@ def _result(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest | None
     raw = env.raw_request if isinstance(env.raw_request, dict) else {}
     return RetrievalResult.model_construct(  # every field is built here, from validated input
         job_id=env.job_id,
-        request_id=request.request_id if request else _str_or_none(raw.get("request_id")),
-        namespace=request.namespace if request else str(raw.get("namespace", "?"))[:64],
+        request_id=request.request_id if request else _valid_or_none(raw.get("request_id"), REQUEST_ID_PATTERN),
+        namespace=request.namespace if request else (_valid_or_none(raw.get("namespace"), NAMESPACE_PATTERN) or "?"),
         queue=request.queue if request else (env.origin or "?"),
         status=status,  # type: ignore[arg-type]
         timestamps=Timestamps.model_construct(enqueued_at=env.enqueued_at, deadline_at=env.deadline_at,
                               started_at=started_at, finished_at=time.time()),
         trace_id=trace_id,
         worker=ctx.name,
-        **fields,
+        **{**fields, "error": _safe_text(fields.get("error"))},
     )
 
 
