@@ -28,6 +28,11 @@ def request_job(namespace: str, request_id: str) -> str:
     return f"{PREFIX}:ns:{namespace}:request:{digest}"
 
 
+def cached(namespace: str, digest: str) -> str:
+    """String: a cached retrieval (results, context, stats) for one cache key."""
+    return f"{PREFIX}:ns:{namespace}:cache:{digest}"
+
+
 def result(job_id: str) -> str:
     return f"{PREFIX}:result:{job_id}"
 

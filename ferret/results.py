@@ -26,6 +26,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
   redis.call('DEL', KEYS[3])
   redis.call('RPUSH', KEYS[3], '1')
   redis.call('EXPIRE', KEYS[3], ARGV[3])
+  if ARGV[5] ~= '' then redis.call('SET', KEYS[4], ARGV[5], 'EX', ARGV[6]) end
   return 1
 end
 return 0
@@ -39,13 +40,16 @@ class ResultStore:
         self.trace_ttl = trace_ttl
         self._write_once = client.register_script(_WRITE_ONCE)
 
-    def write(self, result: RetrievalResult, trace: dict[str, Any] | None) -> bool:
-        """Store a final result (and trace); False if one was already there."""
+    def write(self, result: RetrievalResult, trace: dict[str, Any] | None,
+              cache: tuple[str, bytes, int] | None = None) -> bool:
+        """Store a final result (and trace, and a cache entry), in one call;
+        False if a result was already there (then nothing is written)."""
         trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
+        cache_key, cache_value, cache_ttl = cache or (keys.trace("none"), b"", 1)
         written = self._write_once(
-            keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id)],
+            keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key],
             args=[result.model_dump_json(), to_json(trace) if trace else b"",
-                  self.result_ttl, self.trace_ttl],
+                  self.result_ttl, self.trace_ttl, cache_value, cache_ttl],
         )
         return bool(written)
 

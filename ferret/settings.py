@@ -98,12 +98,21 @@ class LimitSettings(_Strict):
     max_result_bytes: int = Field(2_000_000, ge=10_000)
 
 
+class CacheSettings(_Strict):
+    """Retrieval cache in Redis, shared by all workers; coalescing of identical prefetch requests."""
+
+    enabled: bool = True
+    ttl_seconds: int = Field(300, ge=1, le=86_400)
+    coalesce: bool = True
+
+
 class Settings(_Strict):
     pipeline: PipelineSettings = PipelineSettings()
     backend: BackendSettings = BackendSettings()
     redis: RedisSettings = RedisSettings()
     service: ServiceSettings = ServiceSettings()
     limits: LimitSettings = LimitSettings()
+    cache: CacheSettings = CacheSettings()
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

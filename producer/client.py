@@ -22,6 +22,7 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from ferret import keys
+from ferret.cache import cache_key, inflight_key
 from ferret.contract import JOB_FUNCTION, RetrievalRequest, RetrievalResult, parse_request
 from ferret.errors import JobNotFound
 from ferret.results import ResultStore
@@ -37,6 +38,7 @@ class JobHandle:
     request_id: str | None
     trace_id: str
     duplicate: bool = False
+    coalesced: bool = False  # joined an identical prefetch request already in flight
 
 
 def job_id_for(namespace: str, request_id: str | None) -> str:
@@ -87,14 +89,18 @@ class Producer:
                 if existing is not None:
                     return existing
                 self.client.set(claim, trace_id, ex=ttl)
+        version = int(self.client.get(keys.memory_version(request.namespace)) or 0)
+        if request.request_id is None and request.queue == "prefetch" and self.settings.cache.coalesce:
+            joined = self._coalesce(request, job_id, version, deadline)
+            if joined is not None:
+                return joined
         now = time.time()
         payload = {
             "request": request.model_dump(mode="json", exclude_none=True),
             "enqueued_at": now,
             "deadline_at": now + deadline,
             "trace_id": trace_id,
-            # the job will see every memory write that finished before now
-            "memory_version": int(self.client.get(keys.memory_version(request.namespace)) or 0),
+            "memory_version": version,  # the job sees every memory write that finished before now
         }
         self._queues[request.queue].enqueue_call(
             JOB_FUNCTION, args=(payload,), job_id=job_id,
@@ -103,6 +109,18 @@ class Producer:
             failure_ttl=self.settings.service.result_ttl_seconds,
         )
         return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id)
+
+    def _coalesce(self, request: RetrievalRequest, job_id: str, version: int, deadline: float) -> JobHandle | None:
+        """The handle of an identical prefetch job still in flight, if any; else claim the slot."""
+        slot = inflight_key(cache_key(request, self.settings.backend.kind, version))
+        if self.client.set(slot, job_id, nx=True, px=max(1, int(deadline * 1000))):
+            return None
+        other = self.client.get(slot)
+        other_id = other.decode() if isinstance(other, bytes) else str(other)
+        if other is None or self.results.exists(other_id) or not self._job_exists(other_id):
+            self.client.set(slot, job_id, px=max(1, int(deadline * 1000)))
+            return None
+        return JobHandle(other_id, request.queue, request.namespace, None, "", duplicate=True, coalesced=True)
 
     def result(self, job: JobHandle | str) -> RetrievalResult | None:
         return self.results.read(job if isinstance(job, str) else job.job_id)

@@ -10,22 +10,25 @@ per worker process by ``WorkerContext``.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
 import re
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
+from ferret.cache import cache_key
 from ferret.contract import (
     NAMESPACE_PATTERN,
     REQUEST_ID_PATTERN,
+    ResultItem,
     RetrievalRequest,
     RetrievalResult,
     Timestamps,
@@ -36,7 +39,7 @@ from ferret.results import ResultStore
 from ferret.settings import Settings, load_settings
 from worker.backends.factory import Backends, build_backends
 from worker.pipeline.budget import Budget
-from worker.pipeline.orchestrator import PipelineResult, run_pipeline
+from worker.pipeline.orchestrator import run_pipeline
 from worker.pipeline.tracing import Span, SpanCollector, new_span_id
 from worker.results_builder import fit_result, result_items
 
@@ -162,9 +165,32 @@ def _queue_wait_span(tracer: SpanCollector, env: _Envelope, started_ns: int) -> 
 @dataclass
 class _Outcome:
     status: str
-    pipeline: PipelineResult | None = None
+    results: list[ResultItem] = field(default_factory=list)
+    context: str = ""
     error: str | None = None
-    stats: dict[str, Any] | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+    cache: tuple[str, bytes, int] | None = None  # an entry to write with the result
+
+
+def _cached(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest,
+            tracer: SpanCollector) -> tuple[str | None, float, _Outcome | None]:
+    """The cache key for this request, the look-up's milliseconds, and the cached outcome if any."""
+    if not ctx.settings.cache.enabled:
+        return None, 0.0, None
+    with tracer.span("cache") as span:
+        version = env.memory_version
+        if version is None:
+            version = ctx.backends.version(request.namespace)
+        key = cache_key(request, ctx.settings.backend.kind, version)
+        raw = ctx.client.get(key)
+        span.set(hit=raw is not None)
+    looked_up_ms = round(span.duration_ms, 3)
+    if raw is None:
+        return key, looked_up_ms, None
+    data = json.loads(raw)
+    stats = {**data["stats"], "cache_hit": True, "stage_ms": {"cache": looked_up_ms}}
+    results = [ResultItem.model_validate(item) for item in data["results"]]
+    return key, looked_up_ms, _Outcome("ok", results, data["context"], stats=stats)
 
 
 def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: SpanCollector,
@@ -172,6 +198,9 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
     remaining = env.deadline_at - started_at
     if remaining <= 0:
         return _Outcome("expired", error=f"started {-remaining:.3f}s after its deadline")
+    key, looked_up_ms, hit = _cached(ctx, env, request, tracer)
+    if hit is not None:
+        return hit
     budget = Budget.of_seconds(remaining)
     try:
         with tracer.span("pipeline") as span:
@@ -187,7 +216,15 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
         logger.warning("job=%s stage=search backend failed: %s", env.job_id, exc)
         return _Outcome("failed", error=str(exc), stats={"backend_calls": exc.calls})
     status = "partial" if outcome.partial or budget.expired() else "ok"
-    return _Outcome(status, outcome, stats={**outcome.stats.to_dict(), "cache_hit": False})
+    stats = outcome.stats.to_dict()
+    if key is not None:
+        stats.update(cache_hit=False, stage_ms={"cache": looked_up_ms, **stats["stage_ms"]})
+    done = _Outcome(status, result_items(outcome.hits, outcome.sub_queries), outcome.context, stats=stats)
+    if key is not None and status == "ok":
+        entry = {"results": [r.model_dump(mode="json") for r in done.results], "context": done.context,
+                 "stats": {k: v for k, v in done.stats.items() if k not in ("backend_calls", "stage_ms")}}
+        done.cache = (key, json.dumps(entry).encode(), ctx.settings.cache.ttl_seconds)
+    return done
 
 
 def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = None) -> RetrievalResult:
@@ -214,19 +251,17 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = 
             outcome = _run(ctx, env, request, tracer, started_at)
         except JobTimeoutException:
             outcome = _Outcome("failed", error="hard timeout: a stage hung past the job's deadline")
-        fields: dict[str, Any] = {"error": outcome.error, "stats": outcome.stats or {}}
-        if outcome.pipeline is not None:
-            fields.update(
-                results=result_items(outcome.pipeline.hits, outcome.pipeline.sub_queries),
-                context=outcome.pipeline.context if request.options.format == "text" else "",
-            )
+        fields: dict[str, Any] = {
+            "error": outcome.error, "stats": outcome.stats, "results": outcome.results,
+            "context": outcome.context if request.options.format == "text" else "",
+        }
         with tracer.span("result_write"):
             result = _result(ctx, env, request, outcome.status, started_at, tracer.trace_id, **fields)
             result = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
     trace = {"trace_id": tracer.trace_id, "job_id": job_id, "spans": [s.to_dict() for s in tracer.spans],
              "dropped_spans": tracer.dropped}
-    ctx.results.write(result, trace)
+    ctx.results.write(result, trace, outcome.cache)
     took = (time.time() - started_at) * 1000
     logger.info("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
     return result

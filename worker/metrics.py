@@ -27,7 +27,7 @@ from worker.pipeline.complexity import Route
 
 logger = logging.getLogger(__name__)
 
-STAGES = ("classify", "decompose", "complexity", "search", "merge", "replace", "format")
+STAGES = ("cache", "classify", "decompose", "complexity", "search", "merge", "replace", "format")
 BACKEND_OUTCOMES = ("ok", "timeout", "error")
 BACKENDS = ("local", "nous")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -86,6 +86,8 @@ class FerretMetrics:
         self.backend_latency = Histogram("ferret_backend_request_duration_seconds", "Backend call time.",
                                          ["backend"], buckets=LATENCY_BUCKETS, registry=r)
         self.busy = Gauge("ferret_worker_busy", "1 while the worker runs a job, else 0.", registry=r)
+        self.cache = Counter("ferret_cache_requests_total", "Retrieval cache look-ups by result.", ["result"],
+                             registry=r)
         self._create_children()
 
     def _create_children(self) -> None:
@@ -105,6 +107,8 @@ class FerretMetrics:
             for outcome in BACKEND_OUTCOMES:
                 self.backend_requests.labels(backend, outcome)
         self.busy.set(0)
+        for outcome in ("hit", "miss"):
+            self.cache.labels(outcome)
 
     def watch_queues(self, client: redis.Redis) -> None:
         self.registry.register(QueueDepthCollector(client))
@@ -131,9 +135,14 @@ class FerretMetrics:
         self._record_stats(result.stats, backend)
 
     def _record_stats(self, stats: dict[str, Any], backend: str) -> None:
+        cache_hit = stats.get("cache_hit")
+        if cache_hit is not None:
+            self.cache.labels("hit" if cache_hit else "miss").inc()
         for stage, ms in stats.get("stage_ms", {}).items():
             if stage in STAGES:
                 self.stage_duration.labels(stage).observe(ms / 1000)
+        if cache_hit:  # served from the cache: the pipeline did not run
+            return
         if stats.get("route") in Route.__members__:
             self.routes.labels(stats["route"]).inc()
         self.retries.inc(stats.get("retries", 0))

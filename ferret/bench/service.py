@@ -37,6 +37,7 @@ FAST = ("funding squeeze playbook", "BTC thesis", "lesson about stops", "SOL ope
 COMPOUND = ("What's my BTC thesis and how did my last SOL trade go?", "BTC and SOL analysis",
             "What lessons did I learn about stops? Also, which breakouts did I miss?")
 NOOP = "ferret.bench.noop.noop"
+NO_CACHE = {"FERRET_CACHE__ENABLED": "false", "FERRET_CACHE__COALESCE": "false"}
 _RAW_WORKER = ("import sys, redis; from rq import SimpleWorker, Queue; from rq.serializers import JSONSerializer;"
                "c = redis.Redis.from_url(sys.argv[1]); SimpleWorker([Queue('raw', connection=c, "
                "serializer=JSONSerializer)], connection=c, serializer=JSONSerializer)"
@@ -48,11 +49,12 @@ class Bench:
         self.url = url
         self.client = redis.Redis.from_url(url)
         MemoryStore(self.client, NAMESPACE).upsert(sample_memories())
-        self.producer = Producer(self.client, load_settings(environ={"FERRET_REDIS__URL": url}))
+        # the cache would serve repeats without running the pipeline: off, to time the pipeline
+        self.producer = Producer(self.client, load_settings(environ={"FERRET_REDIS__URL": url, **NO_CACHE}))
         self.raw_queue = Queue("raw", connection=self.client, serializer=JSONSerializer)
 
     def _worker(self, kind: str, burst: bool) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "FERRET_REDIS__URL": self.url}
+        env = {**os.environ, "FERRET_REDIS__URL": self.url, **NO_CACHE}
         if kind == "raw":
             args = [sys.executable, "-c", _RAW_WORKER, self.url, "1" if burst else "0"]
         else:

@@ -25,8 +25,11 @@ def tool(name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def compose_schema(pytestconfig: pytest.Config) -> dict:
-    cache = Path(pytestconfig.cache.mkdir("compose-schema"))
+def compose_schema(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if getattr(pytestconfig, "cache", None) is not None:
+        cache = Path(pytestconfig.cache.mkdir("compose-schema"))
+    else:  # run with -p no:cacheprovider
+        cache = tmp_path_factory.mktemp("compose-schema")
     schema = cache / "compose_spec.json"
     if not schema.exists():
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(cache),

@@ -1,0 +1,35 @@
+from ferret.cache import cache_key, inflight_key, normalise
+from ferret.contract import parse_request
+from ferret.settings import LimitSettings
+
+LIMITS = LimitSettings()
+
+
+def _key(version=1, backend="local", **request):
+    request.setdefault("query", "What is my BTC thesis?")
+    return cache_key(parse_request(request, LIMITS), backend, version)
+
+
+def test_normalise():
+    assert normalise("  What is   my BTC Thesis?!  ") == "what is my btc thesis"
+    assert normalise("a.b") == "a.b"
+
+
+def test_equivalent_queries_share_a_key():
+    assert _key(query="what is my btc thesis") == _key(query="  What is my BTC   thesis ?")
+
+
+def test_everything_that_changes_the_answer_changes_the_key():
+    base = _key()
+    assert _key(version=2) != base
+    assert _key(backend="nous") != base
+    assert _key(namespace="other") != base
+    assert _key(filters={"subtype": "custom:thesis"}) != base
+    assert _key(options={"max_results": 3}) != base
+    assert _key(query="What is my SOL thesis?") != base
+
+
+def test_keys_live_in_the_namespace():
+    key = _key(namespace="alice")
+    assert key.startswith("ferret:ns:alice:cache:")
+    assert inflight_key(key).startswith("ferret:ns:alice:inflight:")
