@@ -127,6 +127,7 @@ class ResultItem(BaseModel):
     title: str
     preview: str
     date: str | None
+    rerank_score: float | None = None
 
 
 class Timestamps(BaseModel):

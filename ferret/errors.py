@@ -7,6 +7,8 @@
     ├── BackendError             a memory backend failed; ``backend`` names it
     │   ├── BackendUnavailable   could not connect, timed out, or answered 5xx
     │   └── BackendProtocolError answered something that is not what we expect
+    ├── RerankFailed             the optional LLM re-rank could not be used;
+    │                            ``reason`` is timeout, error or malformed
     ├── StageError               a pipeline stage failed; wraps the cause once
     │                            and carries the stage name
     └── JobNotFound              no job, result or trace under that id
@@ -54,6 +56,17 @@ class BackendUnavailable(BackendError):
 
 class BackendProtocolError(BackendError):
     """The backend answered something that does not follow its protocol."""
+
+
+class RerankFailed(FerretError):
+    """The optional re-rank could not be used; the original order stands.
+
+    ``reason`` (``timeout``, ``error``, ``malformed``) is the metric label.
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"re-rank {reason}: {detail}")
+        self.reason = reason
 
 
 class StageError(FerretError):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from ferret.errors import ConfigError
 
@@ -106,6 +106,28 @@ class CacheSettings(_Strict):
     coalesce: bool = True
 
 
+class RerankSettings(_Strict):
+    """Opt-in LLM re-ranking of the top candidates (seed 004) over an
+    OpenAI-compatible chat completions endpoint (Ollama, vLLM, llama.cpp, ...).
+
+    Off by default. When on, COMPLEX routes are re-ranked unasked (if
+    ``on_complex_route``) and any request with ``options.rerank`` is.
+    """
+
+    enabled: bool = False
+    on_complex_route: bool = True
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = "qwen3:0.6b"
+    api_key: SecretStr | None = None
+    top_k: int = Field(20, ge=1, le=100)
+    weight: float = Field(0.5, ge=0, le=1)  # share of the LLM's 0-10 score (scaled to 0-1) in the blend
+    timeout_seconds: float = Field(5.0, gt=0, le=600)
+    connect_timeout_seconds: float = Field(0.5, gt=0, le=30)
+    min_seconds_left: float = Field(0.2, ge=0, le=60)  # do not start a call with less time left
+    max_tokens: int = Field(1024, ge=16, le=32_768)
+    preview_chars: int = Field(300, ge=20, le=4000)
+
+
 class Settings(_Strict):
     pipeline: PipelineSettings = PipelineSettings()
     backend: BackendSettings = BackendSettings()
@@ -113,6 +135,7 @@ class Settings(_Strict):
     service: ServiceSettings = ServiceSettings()
     limits: LimitSettings = LimitSettings()
     cache: CacheSettings = CacheSettings()
+    rerank: RerankSettings = RerankSettings()
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -38,8 +38,10 @@ from ferret.errors import BackendError, FerretError, InvalidRequest
 from ferret.results import ResultStore
 from ferret.settings import Settings, load_settings
 from worker.backends.factory import Backends, build_backends
+from worker.llm.reranker import LLMScorer
 from worker.pipeline.budget import Budget
 from worker.pipeline.orchestrator import run_pipeline
+from worker.pipeline.rerank import Reranking
 from worker.pipeline.tracing import Span, SpanCollector, new_span_id
 from worker.results_builder import fit_result, result_items
 
@@ -55,10 +57,15 @@ class WorkerContext:
     backends: Backends
     results: ResultStore
     name: str
+    scorer: LLMScorer | None = None  # the re-rank stage's LLM, when switched on
 
 
 _context: WorkerContext | None = None
 _finished: dict[str, RetrievalResult] = {}  # results of jobs run in this process, for metrics
+
+
+# A result whose asked-for re-rank fell back is not cached: the next ask may get it.
+CACHEABLE_RERANK = ("off", "ok", "too_few", "disabled")
 
 
 def take_finished(job_id: str) -> RetrievalResult | None:
@@ -75,6 +82,7 @@ def init_context(settings: Settings, client: redis.Redis) -> WorkerContext:
         backends=build_backends(settings, client),
         results=ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds),
         name=f"{socket.gethostname()}:{os.getpid()}",
+        scorer=LLMScorer(settings.rerank) if settings.rerank.enabled else None,
     )
     return _context
 
@@ -210,6 +218,7 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
                 tracer=tracer, max_results=request.options.max_results,
                 record_query=ctx.settings.service.record_query_text,
                 use_remote_classifier=ctx.settings.backend.nous.use_remote_classifier,
+                reranking=Reranking(ctx.settings.rerank, ctx.scorer), rerank=request.options.rerank,
             )
             span.set(partial=outcome.partial)
     except BackendError as exc:
@@ -220,7 +229,7 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
     if key is not None:
         stats.update(cache_hit=False, stage_ms={"cache": looked_up_ms, **stats["stage_ms"]})
     done = _Outcome(status, result_items(outcome.hits, outcome.sub_queries), outcome.context, stats=stats)
-    if key is not None and status == "ok":
+    if key is not None and status == "ok" and stats.get("rerank") in CACHEABLE_RERANK:
         entry = {"results": [r.model_dump(mode="json") for r in done.results], "context": done.context,
                  "stats": {k: v for k, v in done.stats.items() if k not in ("backend_calls", "stage_ms")}}
         done.cache = (key, json.dumps(entry).encode(), ctx.settings.cache.ttl_seconds)

@@ -27,7 +27,9 @@ from worker.pipeline.complexity import Route
 
 logger = logging.getLogger(__name__)
 
-STAGES = ("cache", "classify", "decompose", "complexity", "search", "merge", "replace", "format")
+STAGES = ("cache", "classify", "decompose", "complexity", "search", "merge", "replace", "rerank", "format")
+# Re-rank outcomes counted; "off" (not asked) and "too_few" (nothing to order) are not.
+RERANK_OUTCOMES = ("ok", "disabled", "deadline", "timeout", "error", "malformed")
 BACKEND_OUTCOMES = ("ok", "timeout", "error")
 BACKENDS = ("local", "nous")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -88,6 +90,8 @@ class FerretMetrics:
         self.busy = Gauge("ferret_worker_busy", "1 while the worker runs a job, else 0.", registry=r)
         self.cache = Counter("ferret_cache_requests_total", "Retrieval cache look-ups by result.", ["result"],
                              registry=r)
+        self.rerank = Counter("ferret_rerank_total", "LLM re-rank attempts by outcome (anything but ok fell back "
+                              "to the original order).", ["outcome"], registry=r)
         self._create_children()
 
     def _create_children(self) -> None:
@@ -109,6 +113,8 @@ class FerretMetrics:
         self.busy.set(0)
         for outcome in ("hit", "miss"):
             self.cache.labels(outcome)
+        for outcome in RERANK_OUTCOMES:
+            self.rerank.labels(outcome)
 
     def watch_queues(self, client: redis.Redis) -> None:
         self.registry.register(QueueDepthCollector(client))
@@ -150,6 +156,8 @@ class FerretMetrics:
         self.replacements_successful.inc(stats.get("replacements_successful", 0))
         if stats.get("was_decomposed"):
             self.decompositions.inc()
+        if stats.get("rerank") in RERANK_OUTCOMES:
+            self.rerank.labels(stats["rerank"]).inc()
         self.sub_queries.inc(len(stats.get("sub_queries", [])))
         name = backend if backend in BACKENDS else "local"
         for _operation, outcome, seconds in stats.get("backend_calls", []):

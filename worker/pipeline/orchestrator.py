@@ -1,7 +1,7 @@
 """The orchestrator: composes the stages under a deadline budget.
 
 classify -> decompose -> complexity -> parallel search with quality gate ->
-merge & select -> replace weak -> format. Each stage gets a span. Stages that
+merge & select -> replace weak -> optional re-rank -> format. Each stage gets a span. Stages that
 do not fit in the budget are skipped and recorded; the result is then
 ``partial``. A failing sub-query yields no hits, not a failed job; only when
 every search failed on the backend is the error raised.
@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ferret.errors import BackendError
+from ferret.errors import BackendError, RerankFailed
 from ferret.settings import PipelineSettings
 from worker.backends.base import Backend
 from worker.backends.metered import MeteredBackend
@@ -27,12 +27,15 @@ from worker.pipeline.merge import merge_and_select
 from worker.pipeline.parallel import TimedOut, run_parallel
 from worker.pipeline.records import NO_FILTERS, Filters, Hit, SubQueryOutcome
 from worker.pipeline.replace import replace_weak
+from worker.pipeline.rerank import Reranking, blend
 from worker.pipeline.tracing import NoopTracer, Tracer
 
 logger = logging.getLogger(__name__)
 
 # Below this much time left, optional stages (retry, replacement) are skipped.
 MIN_STAGE_SECONDS = 0.005
+# The re-rank call stops this long before the deadline, leaving time to format and write.
+RERANK_RESERVE_SECONDS = 0.1
 
 
 @dataclass
@@ -53,6 +56,7 @@ class PipelineStats:
     remote_classifier: str = "off"
     candidates: int = 0
     context_tokens: int = 0
+    rerank: str = "off"  # off | ok | disabled | deadline | too_few | timeout | error | malformed
     stage_ms: dict[str, float] = field(default_factory=dict)
     skipped_stages: list[str] = field(default_factory=list)
     backend_calls: list[tuple[str, str, float]] = field(default_factory=list)
@@ -82,8 +86,10 @@ class _Run:
     """One pipeline run: the inputs every stage needs, and the stats."""
 
     def __init__(self, query: str, backend: Backend, settings: PipelineSettings,
-                 filters: Filters, budget: Budget, tracer: Tracer, record_query: bool) -> None:
+                 filters: Filters, budget: Budget, tracer: Tracer, record_query: bool,
+                 reranking: Reranking | None = None) -> None:
         self.query = query
+        self.reranking = reranking
         self.backend = MeteredBackend(backend)
         self.settings = settings
         self.filters = filters
@@ -225,6 +231,48 @@ def _replace(run: _Run, merged: tuple[Hit, ...]) -> tuple[Hit, ...]:
     return outcome.hits
 
 
+def _rerank_wanted(run: _Run, plan: _Plan, requested: bool) -> bool:
+    if requested:
+        return True
+    reranking = run.reranking
+    return (reranking is not None and reranking.settings.enabled and reranking.settings.on_complex_route
+            and plan.complexity.route is Route.COMPLEX)
+
+
+def _rerank(run: _Run, hits: tuple[Hit, ...], plan: _Plan, requested: bool) -> tuple[Hit, ...]:
+    """Re-order the top candidates by an LLM's relevance; any failure keeps the order."""
+    if not _rerank_wanted(run, plan, requested):
+        return hits
+    reranking = run.reranking
+    if reranking is None or reranking.scorer is None or not reranking.settings.enabled:
+        run.stats.rerank = "disabled"
+        return hits
+    settings = reranking.settings
+    if len(hits) < 2:
+        run.stats.rerank = "too_few"
+        return hits
+    if not run.budget.has(settings.min_seconds_left + RERANK_RESERVE_SECONDS):
+        run.stats.rerank = "deadline"
+        run.stats.skipped_stages.append("rerank")
+        return hits
+    candidates = hits[: settings.top_k]
+    with run.tracer.span("rerank", candidates=len(candidates)) as span:
+        try:
+            timeout = min(settings.timeout_seconds, run.budget.remaining() - RERANK_RESERVE_SECONDS)
+            scores = reranking.scorer.score(run.query, candidates, timeout)
+        except RerankFailed as exc:
+            logger.warning("stage=rerank falling back to the original order: %s", exc)
+            run.stats.rerank = exc.reason
+            span.set(outcome=exc.reason, error=str(exc)[:200])
+            reranked = hits
+        else:
+            run.stats.rerank = "ok"
+            reranked = blend(hits, scores, settings.weight, settings.top_k)
+            span.set(outcome="ok", scored=len(scores))
+    run.timed("rerank", span)
+    return reranked
+
+
 def _finish(run: _Run, hits: tuple[Hit, ...], sub_queries: tuple[str, ...]) -> PipelineResult:
     run.stats.backend_calls = [(op, outcome, round(seconds, 6)) for op, outcome, seconds in run.backend.calls]
     with run.tracer.span("format", hits=len(hits)) as span:
@@ -258,11 +306,18 @@ def run_pipeline(
     max_results: int | None = None,
     record_query: bool = True,
     use_remote_classifier: bool = False,
+    reranking: Reranking | None = None,
+    rerank: bool = False,
 ) -> PipelineResult:
-    """Run the whole retrieval pipeline for one query."""
+    """Run the whole retrieval pipeline for one query.
+
+    ``rerank`` asks for the re-rank stage whatever the route; ``reranking``
+    carries its settings and scorer (``None``: re-ranking is off).
+    """
     if max_results is not None:
         settings = settings.model_copy(update={"max_results": max_results})
-    run = _Run(query, backend, settings, filters, budget or Budget(), tracer or NoopTracer(), record_query)
+    run = _Run(query, backend, settings, filters, budget or Budget(), tracer or NoopTracer(), record_query,
+               reranking)
     if not settings.enabled:
         return _single_search(run)
     plan = _plan(run, use_remote_classifier)
@@ -283,5 +338,5 @@ def run_pipeline(
         )
         span.set(candidates=run.stats.candidates, selected=len(merged))
     run.timed("merge", span)
-    final = _replace(run, merged)
+    final = _rerank(run, _replace(run, merged), plan, rerank)
     return _finish(run, final, plan.decomposition.parts)

@@ -62,3 +62,14 @@ def run_parallel(
         else:
             slots.append(future.result())
     return slots
+
+
+def call_with_timeout(task: Callable[[], T], timeout: float) -> T | TimedOut:
+    """Run one task on the pool; TIMED_OUT if it has not finished in ``timeout``
+    seconds (it is abandoned, its own I/O timeouts end it). Its exception is raised."""
+    future = _executor().submit(task)
+    done, _ = wait([future], timeout=max(timeout, 0.0))
+    if not done:
+        future.cancel()
+        return TIMED_OUT
+    return future.result()

@@ -113,6 +113,7 @@ class Hit:
     original_score: float
     sub_query: int = 0
     boosted: bool = False
+    rerank_score: float | None = None  # the LLM's 0-10 relevance, when re-ranked
 
     @classmethod
     def of(cls, memory: Memory, score: float) -> Hit:

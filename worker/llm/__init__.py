@@ -1,0 +1,1 @@
+"""Clients of language-model endpoints (OpenAI-compatible chat completions)."""

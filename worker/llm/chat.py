@@ -1,0 +1,62 @@
+"""A small client for an OpenAI-compatible ``POST {base_url}/chat/completions``.
+
+Works with Ollama, vLLM, llama.cpp's server, OpenAI and the like. One
+pooled httpx client per process; every call carries its own timeout. Every
+failure is raised as ``RerankFailed`` with the reason the metrics count:
+``timeout`` (connect or read timed out), ``error`` (unreachable, 4xx/5xx) or
+``malformed`` (an answer not shaped like a chat completion).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from ferret.errors import RerankFailed
+from ferret.settings import RerankSettings
+
+
+def _message_text(payload: Any) -> str:
+    try:
+        content = payload["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise RerankFailed("malformed", "answer has no choices[0].message.content") from None
+    if not isinstance(content, str):
+        raise RerankFailed("malformed", f"message content is {type(content).__name__}, not text")
+    return content
+
+
+class ChatClient:
+    def __init__(self, settings: RerankSettings, transport: httpx.BaseTransport | None = None) -> None:
+        self.settings = settings
+        key = settings.api_key.get_secret_value() if settings.api_key else None
+        self._client = httpx.Client(
+            base_url=settings.base_url.rstrip("/") + "/",
+            headers={"Authorization": f"Bearer {key}"} if key else {},
+            transport=transport,
+        )
+
+    def complete(self, messages: list[dict[str, str]], timeout: float) -> str:
+        """The assistant's reply text; raise RerankFailed."""
+        if timeout <= 0:
+            raise RerankFailed("timeout", "no time left for the chat call")
+        body = {"model": self.settings.model, "messages": messages, "temperature": 0,
+                "max_tokens": self.settings.max_tokens, "stream": False}
+        limits = httpx.Timeout(timeout, connect=min(timeout, self.settings.connect_timeout_seconds))
+        try:
+            response = self._client.post("chat/completions", json=body, timeout=limits)
+        except httpx.TimeoutException as exc:
+            raise RerankFailed("timeout", f"chat call timed out after {timeout:.2f}s") from exc
+        except httpx.HTTPError as exc:
+            raise RerankFailed("error", f"chat call failed: {type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 400:
+            raise RerankFailed("error", f"chat endpoint answered {response.status_code}: {response.text[:200]}")
+        try:
+            payload = response.json()
+        except ValueError:
+            raise RerankFailed("malformed", "chat endpoint answered invalid JSON") from None
+        return _message_text(payload)
+
+    def close(self) -> None:
+        self._client.close()
