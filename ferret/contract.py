@@ -34,6 +34,7 @@ class RetrievalOptions(BaseModel):
     max_results: int | None = Field(None, ge=1)
     rerank: bool = False
     format: Literal["text", "none"] = "text"
+    recall: Literal["auto", "explicit"] = "auto"  # explicit: asked for by the agent (stronger co-retrieval)
 
 
 class RetrievalRequest(BaseModel):

@@ -33,6 +33,17 @@ def cached(namespace: str, digest: str) -> str:
     return f"{PREFIX}:ns:{namespace}:cache:{digest}"
 
 
+def affinity(namespace: str, memory_id: str) -> str:
+    """Hash: partner memory id -> co-retrieval weight in (0, 1] (local backend)."""
+    digest = hashlib.sha256(memory_id.encode()).hexdigest()[:32]
+    return f"{PREFIX}:ns:{namespace}:affinity:{digest}"
+
+
+def affinity_pattern(namespace: str) -> str:
+    """SCAN pattern of every affinity hash of a namespace (namespaces hold no glob characters)."""
+    return f"{PREFIX}:ns:{namespace}:affinity:*"
+
+
 def result(job_id: str) -> str:
     return f"{PREFIX}:result:{job_id}"
 

@@ -128,6 +128,24 @@ class RerankSettings(_Strict):
     preview_chars: int = Field(300, ge=20, le=4000)
 
 
+class CoRetrievalSettings(_Strict):
+    """Co-retrieval strengthening (seed 000), opt-in: after a job, links between
+    memories retrieved together in the same sub-query group get stronger, in the
+    worker's main process, off the job's critical path. ``nous``: its edges are
+    strengthened; ``local``: co-retrieval weights kept in Redis feed the score.
+    """
+
+    enabled: bool = False
+    amount: float = Field(0.03, gt=0, le=1)  # automatic retrieval
+    explicit_amount: float = Field(0.05, gt=0, le=1)  # requests with options.recall = "explicit"
+    on_batch: bool = False  # batch re-runs do not strengthen: re-running thousands would inflate links
+    max_group_size: int = Field(10, ge=2, le=50)  # the top results of a group that strengthen
+    affinity_weight: float = Field(0.1, ge=0, le=1)  # local: share of the affinity bonus in a score
+    affinity_seeds: int = Field(10, ge=1, le=50)  # local: top hits whose links lend a bonus
+    max_pending: int = Field(1000, ge=1, le=1_000_000)  # jobs waiting to strengthen; past it, dropped
+    timeout_seconds: float = Field(2.0, gt=0, le=60)  # nous: per HTTP call
+
+
 class Settings(_Strict):
     pipeline: PipelineSettings = PipelineSettings()
     backend: BackendSettings = BackendSettings()
@@ -136,6 +154,7 @@ class Settings(_Strict):
     limits: LimitSettings = LimitSettings()
     cache: CacheSettings = CacheSettings()
     rerank: RerankSettings = RerankSettings()
+    co_retrieval: CoRetrievalSettings = CoRetrievalSettings()
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from ferret.contract import (
 )
 from ferret.errors import BackendError, FerretError, InvalidRequest
 from ferret.results import ResultStore
-from ferret.settings import Settings, load_settings
+from ferret.settings import CoRetrievalSettings, Settings, load_settings
 from worker.backends.factory import Backends, build_backends
 from worker.llm.reranker import LLMScorer
 from worker.pipeline.budget import Budget
@@ -66,6 +66,17 @@ _finished: dict[str, RetrievalResult] = {}  # results of jobs run in this proces
 
 # A result whose asked-for re-rank fell back is not cached: the next ask may get it.
 CACHEABLE_RERANK = ("off", "ok", "too_few", "disabled")
+
+
+# Per-run stats a cache hit must not repeat (a hit does not strengthen co-retrieval again).
+NOT_CACHED_STATS = ("backend_calls", "stage_ms", "co_retrieval_amount")
+
+
+def _co_retrieval_amount(settings: CoRetrievalSettings, request: RetrievalRequest) -> float | None:
+    """How much this job's co-retrieved memories are strengthened (None: not at all)."""
+    if not settings.enabled or (request.queue == "batch" and not settings.on_batch):
+        return None
+    return settings.explicit_amount if request.options.recall == "explicit" else settings.amount
 
 
 def take_finished(job_id: str) -> RetrievalResult | None:
@@ -228,10 +239,13 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
     stats = outcome.stats.to_dict()
     if key is not None:
         stats.update(cache_hit=False, stage_ms={"cache": looked_up_ms, **stats["stage_ms"]})
+    amount = _co_retrieval_amount(ctx.settings.co_retrieval, request)
+    if amount is not None:
+        stats["co_retrieval_amount"] = amount
     done = _Outcome(status, result_items(outcome.hits, outcome.sub_queries), outcome.context, stats=stats)
     if key is not None and status == "ok" and stats.get("rerank") in CACHEABLE_RERANK:
         entry = {"results": [r.model_dump(mode="json") for r in done.results], "context": done.context,
-                 "stats": {k: v for k, v in done.stats.items() if k not in ("backend_calls", "stage_ms")}}
+                 "stats": {k: v for k, v in done.stats.items() if k not in NOT_CACHED_STATS}}
         done.cache = (key, json.dumps(entry).encode(), ctx.settings.cache.ttl_seconds)
     return done
 

@@ -92,6 +92,11 @@ class FerretMetrics:
                              registry=r)
         self.rerank = Counter("ferret_rerank_total", "LLM re-rank attempts by outcome (anything but ok fell back "
                               "to the original order).", ["outcome"], registry=r)
+        self.co_retrieval = Counter("ferret_co_retrieval_jobs_total",
+                                    "Jobs' co-retrieval strengthening by outcome (applied, failed, dropped).",
+                                    ["outcome"], registry=r)
+        self.co_retrieval_links = Counter("ferret_co_retrieval_links_total",
+                                          "Links strengthened (nous: edges; local: memory pairs).", registry=r)
         self._create_children()
 
     def _create_children(self) -> None:
@@ -115,6 +120,12 @@ class FerretMetrics:
             self.cache.labels(outcome)
         for outcome in RERANK_OUTCOMES:
             self.rerank.labels(outcome)
+        for outcome in ("applied", "failed", "dropped"):
+            self.co_retrieval.labels(outcome)
+
+    def observe_co_retrieval(self, outcome: str, links: int) -> None:
+        self.co_retrieval.labels(outcome).inc()
+        self.co_retrieval_links.inc(links)
 
     def watch_queues(self, client: redis.Redis) -> None:
         self.registry.register(QueueDepthCollector(client))

@@ -27,6 +27,8 @@ from rq.serializers import JSONSerializer
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.settings import Settings
+from worker.co_retrieval.applier import CoRetrievalApplier
+from worker.co_retrieval.wiring import co_retrieval_applier
 from worker.job import WorkerContext, init_context, lost_result, take_finished
 from worker.metrics import FerretMetrics
 from worker.reaper import reap
@@ -43,6 +45,7 @@ class _Observed:
     ferret_metrics: FerretMetrics
     ferret_context: WorkerContext
     ferret_backend: str
+    ferret_co_retrieval: CoRetrievalApplier | None = None
     _ferret_last_reap = 0.0
 
     def get_heartbeat_ttl(self, job: Job) -> int:
@@ -87,6 +90,8 @@ class _Observed:
             logger.exception("job=%s cannot read or write the result for metrics", job.id)
             return
         self.ferret_metrics.record(result, self.ferret_backend)
+        if self.ferret_co_retrieval is not None:
+            self.ferret_co_retrieval.submit(result)
 
 
 class ObservedSimpleWorker(_Observed, SimpleWorker):
@@ -123,6 +128,8 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     worker.ferret_metrics = metrics or FerretMetrics()  # type: ignore[attr-defined]
     worker.ferret_context = context  # type: ignore[attr-defined]
     worker.ferret_backend = settings.backend.kind  # type: ignore[attr-defined]
+    if settings.co_retrieval.enabled:
+        worker.ferret_co_retrieval = co_retrieval_applier(context, worker.ferret_metrics)  # type: ignore[attr-defined]
     return worker
 
 

@@ -31,6 +31,8 @@ def bench() -> None:
 def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: int, compound_file: Path | None,
               seed: int, out_dir: Path) -> None:
     """Single-shot search vs Ferret vs each stage switched off, at k = 5, 10, 20."""
+    from ferret.bench.affinity import affinity_effect
+    from ferret.bench.affinity import markdown as affinity_markdown
     from ferret.bench.cache import repeated_batch
     from ferret.bench.locomo import compound_queries, load, read_compound_file
     from ferret.bench.retrieval import evaluate, markdown
@@ -41,13 +43,16 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
     total = 7 * (len(dataset.questions) + len(compounds))
     with click.progressbar(length=total, label="queries", file=sys.stderr) as bar:
         report = evaluate(dataset, compounds, settings_of(ctx).pipeline, progress=bar.update)
+    settings = settings_of(ctx)
     table = markdown(report)
     cache = repeated_batch(dataset.memories, [(q.conversation, q.text) for q in dataset.questions])
+    affinity = affinity_effect(dataset, settings.pipeline, settings.co_retrieval)
     document = {"data": str(data_path), "questions": len(dataset.questions), "compound_queries": len(compounds),
-                "skipped": dict(dataset.skipped), "systems": report, "cache_repeated_batch": cache}
+                "skipped": dict(dataset.skipped), "systems": report, "cache_repeated_batch": cache,
+                "co_retrieval_affinity": affinity}
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "retrieval.json").write_text(json.dumps(document, indent=2))
-    (out_dir / "retrieval.md").write_text(table + "\n")
+    (out_dir / "retrieval.md").write_text(table + "\n\n" + affinity_markdown(affinity) + "\n")
     click.echo(f"{len(dataset.questions)} questions, {len(compounds)} compound queries; "
                f"skipped: {dict(dataset.skipped)}")
     click.echo(table)
@@ -55,6 +60,7 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
                f"{cache['first_pass']['hit_ratio']:.3f} then {cache['second_pass']['hit_ratio']:.3f}; median job "
                f"{cache['first_pass']['median_job_ms']:.3f} ms (miss) vs {cache['second_pass']['median_job_ms']:.3f} ms"
                f" (hit); the look-up itself {cache['first_pass']['median_lookup_ms']:.3f} ms")
+    click.echo("\n" + affinity_markdown(affinity))
     click.echo(f"wrote {out_dir / 'retrieval.json'} and {out_dir / 'retrieval.md'}")
 
 

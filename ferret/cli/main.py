@@ -42,7 +42,7 @@ def cli(ctx: click.Context, config_path: str | None, log_level: str) -> None:
 @cli.command()
 @click.argument("file", type=click.File("r", encoding="utf-8", errors="replace"))
 @namespace_option
-@click.option("--replace", is_flag=True, help="Delete the namespace's memories first.")
+@click.option("--replace", is_flag=True, help="Delete the namespace's memories (and co-retrieval weights) first.")
 @click.pass_context
 def ingest(ctx: click.Context, file, namespace: str, replace: bool) -> None:
     """Load memories from a JSONL FILE (one node per line; '-' for stdin).

@@ -6,7 +6,10 @@
   (items carry ``score: 0``) -- the client must never ask for that;
 - errors: 400/404 as JSON ``{"error": ...}``; unhandled ones as
   ``500 text/plain``;
-- ``POST /v1/classify-query`` answers a QCS-like object.
+- ``POST /v1/classify-query`` answers a QCS-like object;
+- ``GET /v1/edges?node_id=..&direction=both`` lists ``edges`` touching the
+  node as ``{data: [...]}``; ``POST /v1/edges/{id}/strengthen`` with
+  ``{amount}`` adds it to the edge's strength, capped at 1.0 (404 if unknown).
 Scores come from the same lexical index as the local backend ([0, 1], not
 max-normalised). ``mode`` injects faults: ``error500``, ``garbage`` (invalid
 JSON), ``wrong_types``, ``slow`` (sleeps ``delay`` seconds).
@@ -19,6 +22,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 
@@ -40,6 +44,8 @@ class FakeNous:
         self._lock = threading.Lock()
         self.max_limit_seen = 0
         self.auth_headers: list[str | None] = []
+        self.edges: dict[str, dict[str, Any]] = {}  # id -> {id, source_id, target_id, type, strength}
+        self.strengthened: list[tuple[str, float]] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,6 +53,9 @@ class FakeNous:
                 return None
 
             def do_POST(self) -> None:
+                fake._handle(self)
+
+            def do_GET(self) -> None:
                 fake._handle(self)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -99,11 +108,39 @@ class FakeNous:
             time.sleep(self.delay)
         if handler.path == "/v1/search":
             return self._search(handler, body)
+        if handler.command == "GET" and handler.path.startswith("/v1/edges?"):
+            return self._list_edges(handler)
+        if handler.path.startswith("/v1/edges/") and handler.path.endswith("/strengthen"):
+            return self._strengthen(handler, unquote(handler.path[len("/v1/edges/"):-len("/strengthen")]), body)
         if handler.path == "/v1/classify-query":
             return self._json(handler, 200, {"query": body.get("query"), "disqualified": False,
                                              "disqualifier_category": None, "query_type": "LOOKUP",
                                              "confidence": 0.8, "entity": None, "attribute": None})
         return self._json(handler, 404, {"error": f"no route {handler.path}"})
+
+    def add_edge(self, edge_id: str, source_id: str, target_id: str, strength: float = 0.5) -> None:
+        self.edges[edge_id] = {"id": edge_id, "source_id": source_id, "target_id": target_id,
+                               "type": "relates_to", "strength": strength}
+
+    def _list_edges(self, handler: BaseHTTPRequestHandler) -> None:
+        params = parse_qs(urlsplit(handler.path).query)
+        node = params.get("node_id", [""])[0]
+        if not node:
+            return self._json(handler, 400, {"error": "node_id is required"})
+        data = [dict(e) for e in self.edges.values() if node in (e["source_id"], e["target_id"])]
+        return self._json(handler, 200, {"data": data, "count": len(data)})
+
+    def _strengthen(self, handler: BaseHTTPRequestHandler, edge_id: str, body: dict[str, Any]) -> None:
+        amount = body.get("amount")
+        if not isinstance(amount, (int, float)) or amount <= 0:
+            return self._json(handler, 400, {"error": "amount must be a positive number"})
+        with self._lock:
+            edge = self.edges.get(edge_id)
+            if edge is None:
+                return self._json(handler, 404, {"error": "edge not found"})
+            edge["strength"] = min(1.0, edge["strength"] + amount)
+            self.strengthened.append((edge_id, float(amount)))
+        return self._json(handler, 200, dict(edge))
 
     def _search(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         query, limit = body.get("query"), body.get("limit", 10)

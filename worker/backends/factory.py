@@ -23,4 +23,4 @@ class Backends(Protocol):
 def build_backends(settings: Settings, client: redis.Redis) -> Backends:
     if settings.backend.kind == "nous":
         return NousBackends(settings.backend.nous)
-    return LocalBackends(client)
+    return LocalBackends(client, settings.co_retrieval)

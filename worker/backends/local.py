@@ -20,8 +20,11 @@ import redis
 
 from ferret import keys
 from ferret.errors import BackendUnavailable
+from ferret.settings import CoRetrievalSettings
+from worker.backends.base import Backend
 from worker.backends.filtering import predicate
 from worker.backends.lexical_index import LexicalIndex
+from worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
 from worker.pipeline.records import Filters, Hit, Memory
 
 
@@ -53,10 +56,14 @@ class MemoryStore:
         return int(removed)
 
     def clear(self) -> None:
+        """Drop every memory of the namespace, and their co-retrieval weights."""
         with self.client.pipeline(transaction=True) as pipe:
             pipe.delete(keys.memories(self.namespace))
             pipe.incr(keys.memory_version(self.namespace))
             pipe.execute()
+        stale = list(self.client.scan_iter(match=keys.affinity_pattern(self.namespace), count=1000))
+        for start in range(0, len(stale), 500):
+            self.client.delete(*stale[start:start + 500])
 
     def version(self) -> int:
         return int(self.client.get(keys.memory_version(self.namespace)) or 0)
@@ -126,15 +133,26 @@ class LocalBackend:
 
 
 class LocalBackends:
-    """Per-process factory: ``for_namespace(ns)`` gives a job its backend."""
+    """Per-process factory: ``for_namespace(ns)`` gives a job its backend.
 
-    def __init__(self, client: redis.Redis) -> None:
+    With co-retrieval on and a positive ``affinity_weight``, the backend's hits
+    get the co-retrieval bonus (see ``worker.co_retrieval.affinity``).
+    """
+
+    def __init__(self, client: redis.Redis, co_retrieval: CoRetrievalSettings | None = None) -> None:
         self.client = client
         self.cache = IndexCache()
+        settings = co_retrieval or CoRetrievalSettings()
+        self.affinity_weight = settings.affinity_weight if settings.enabled else 0.0
+        self.affinity_seeds = settings.affinity_seeds
 
-    def for_namespace(self, namespace: str, at_least: int | None = None) -> LocalBackend:
+    def for_namespace(self, namespace: str, at_least: int | None = None) -> Backend:
         version, index = self.cache.index_for(MemoryStore(self.client, namespace), at_least)
-        return LocalBackend(index, version)
+        backend = LocalBackend(index, version)
+        if self.affinity_weight <= 0:
+            return backend
+        return AffinityBackend(backend, RedisAffinity(self.client, namespace), self.affinity_weight,
+                               self.affinity_seeds)
 
     def version(self, namespace: str) -> int:
         return MemoryStore(self.client, namespace).version()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from pydantic import ValidationError
@@ -78,12 +79,15 @@ class NousBackend:
         )
 
     def _post(self, path: str, body: dict[str, Any], timeout: float | None) -> Any:
+        return self._call("POST", path, timeout, json=body)
+
+    def _call(self, method: str, path: str, timeout: float | None, **request: Any) -> Any:
         budget = self.settings.timeout_seconds if timeout is None else min(timeout, self.settings.timeout_seconds)
         if budget <= 0:
             raise BackendUnavailable(NAME, f"no time left for {path}")
         try:
-            response = self._client.post(
-                path, json=body,
+            response = self._client.request(
+                method, path, **request,
                 timeout=httpx.Timeout(budget, connect=min(budget, self.settings.connect_timeout_seconds)),
             )
         except httpx.TimeoutException as exc:
@@ -115,6 +119,17 @@ class NousBackend:
         except BackendError:
             return None
         return payload if isinstance(payload, dict) else None
+
+    def edges(self, node_id: str, timeout: float | None = None) -> list[dict[str, Any]]:
+        """The node's edges, both directions: ``GET /v1/edges?node_id=..&direction=both``."""
+        payload = self._call("GET", "edges", timeout, params={"node_id": node_id, "direction": "both"})
+        if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
+            raise BackendProtocolError(NAME, "edges answer has no 'data' list")
+        return [edge for edge in payload["data"] if isinstance(edge, dict)]
+
+    def strengthen_edge(self, edge_id: str, amount: float, timeout: float | None = None) -> None:
+        """``POST /v1/edges/{id}/strengthen`` with ``{amount}`` (the server caps strength at 1.0)."""
+        self._post(f"edges/{quote(edge_id, safe='')}/strengthen", {"amount": amount}, timeout)
 
     def close(self) -> None:
         self._client.close()

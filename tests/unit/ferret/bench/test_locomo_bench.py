@@ -76,3 +76,18 @@ def test_evaluate_end_to_end(locomo_file):
     assert {"single_shot", "ferret", "no_decomposition", "no_retry", "no_replacement", "no_intent_boost",
             "reference_perfect_split"} <= set(report)
     assert report["ferret"]["single"]["recall@20"] == 1.0
+
+
+def test_affinity_effect_builds_links_from_earlier_questions_and_scores_the_rest(locomo_file):
+    from ferret.bench.affinity import affinity_effect, markdown
+    from ferret.settings import CoRetrievalSettings
+
+    data = load(locomo_file)
+    report = affinity_effect(data, PipelineSettings(), CoRetrievalSettings(enabled=True), passes=2,
+                             weights=(0.0, 0.5))
+    assert report["earlier_questions"] + report["held_out_questions"] == len(data.questions)
+    assert report["earlier_questions"] == 2 and report["held_out_questions"] == len(data.questions) - 2
+    assert report["links"] > 0, "the earlier questions' results were strengthened"
+    assert set(report["by_weight"]) == {"0", "0.5"}
+    assert report["by_weight"]["0"]["changed_top10"] == 0
+    assert "| 0.5 |" in markdown(report)

@@ -1,0 +1,77 @@
+"""The effect of the co-retrieval affinity signal on LoCoMo (local backend).
+
+An agent's earlier retrievals build the co-retrieval weights; later questions
+are scored with them. To measure generalisation rather than memorisation, each
+conversation's questions are split by position: the even ones are the
+"earlier use" (run through Ferret ``passes`` times, strengthening after each
+job exactly as a worker does, with the automatic amount), the odd ones are
+evaluated, with the affinity signal off and at each weight. The earlier use
+runs with the signal off, so every weight is evaluated on the same weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ferret.bench.locomo import Dataset, Question
+from ferret.bench.retrieval import Answer, score_singles
+from ferret.settings import CoRetrievalSettings, PipelineSettings
+from worker.backends.memory import InMemoryBackend
+from worker.co_retrieval.affinity import AffinityBackend, InMemoryAffinity
+from worker.co_retrieval.groups import groups_of
+from worker.pipeline.orchestrator import run_pipeline
+
+WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.4)
+
+
+def _split(questions: Sequence[Question]) -> tuple[list[Question], list[Question]]:
+    used: list[Question] = []
+    held_out: list[Question] = []
+    seen: dict[str, int] = {}
+    for question in questions:
+        position = seen.get(question.conversation, 0)
+        seen[question.conversation] = position + 1
+        (used if position % 2 == 0 else held_out).append(question)
+    return used, held_out
+
+
+def affinity_effect(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: CoRetrievalSettings,
+                    passes: int = 3, weights: Sequence[float] = WEIGHTS) -> dict[str, Any]:
+    used, held_out = _split(dataset.questions)
+    backends = {name: InMemoryBackend(memories) for name, memories in dataset.memories.items()}
+    tables = {name: InMemoryAffinity() for name in backends}
+    for _ in range(passes):
+        for question in used:
+            result = run_pipeline(question.text, backends[question.conversation], pipeline)
+            groups = groups_of(result.hits, co_retrieval.max_group_size)
+            tables[question.conversation].strengthen(groups, co_retrieval.amount)
+    links = sum(len(row) for table in tables.values() for row in table.table.values()) // 2
+    rows: dict[str, Any] = {}
+    baseline: list[tuple[str, ...]] | None = None
+    for weight in weights:
+        answers = []
+        for question in held_out:
+            backend = AffinityBackend(backends[question.conversation], tables[question.conversation], weight,
+                                      co_retrieval.affinity_seeds)
+            result = run_pipeline(question.text, backend, pipeline)
+            answers.append(Answer(tuple(h.id for h in result.hits), result.stats.context_tokens, 0.0))
+        scored = score_singles(answers, held_out)
+        tops = [a.ids[:10] for a in answers]
+        baseline = baseline or tops
+        changed = sum(top != base for top, base in zip(tops, baseline, strict=True))
+        rows[f"{weight:g}"] = {**{k: scored[k] for k in ("recall@5", "recall@10", "recall@20", "all@10")},
+                               "changed_top10": changed}
+    return {"earlier_questions": len(used), "passes": passes, "amount": co_retrieval.amount,
+            "held_out_questions": len(held_out), "links": links, "by_weight": rows}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"affinity: {report['earlier_questions']} earlier questions x {report['passes']} passes built "
+             f"{report['links']} links (amount {report['amount']}); {report['held_out_questions']} held-out "
+             "questions:", "",
+             "| affinity_weight | R@5 | R@10 | R@20 | all@10 | top 10 changed |", "|---|---|---|---|---|---|"]
+    for weight, row in report["by_weight"].items():
+        lines.append(f"| {weight} | {row['recall@5']:.3f} | {row['recall@10']:.3f} | {row['recall@20']:.3f} | "
+                     f"{row['all@10']:.3f} | {row['changed_top10']} |")
+    return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""Co-retrieval strengthening through real workers: local weights and Nous edges."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.fakes.nous_server import FakeNous
+from tests.integration.test_metrics import _free_port, wait_for_metrics
+from worker.co_retrieval.affinity import RedisAffinity
+from worker.co_retrieval.groups import groups_of
+
+COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
+ON = {"FERRET_CO_RETRIEVAL__ENABLED": "true"}
+
+
+def _eventually(check, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.05)
+
+
+def _ask(producer, namespace, query, **extra):
+    return producer.wait(producer.enqueue({"query": query, "namespace": namespace, **extra}), 20)
+
+
+@pytest.mark.parametrize("worker_class", ["simple", "fork"])
+def test_local_weights_grow_within_sub_query_groups_only(worker_class, producer, sample_namespace,
+                                                          start_workers, redis_client):
+    port = _free_port()
+    start_workers(1, "--metrics-port", str(port), "--worker-class", worker_class, extra_env=ON)
+    result = _ask(producer, sample_namespace, COMPOUND)
+    assert result.status == "ok" and result.stats["co_retrieval_amount"] == 0.03
+    groups = groups_of(result.results, 10)
+    assert len(groups) == 2, "a compound question gives two groups"
+    affinity = RedisAffinity(redis_client, sample_namespace)
+    first, second = groups
+    _eventually(lambda: affinity.weights([first[0]])[first[0]])
+    weights = affinity.weights(first + second)
+    for member in first:
+        assert weights[member] == pytest.approx({p: 0.03 for p in first if p != member})
+    for member in second:
+        assert not set(weights[member]) & set(first) - set(second), "no link across sub-queries"
+    metrics = wait_for_metrics(port)
+    assert metrics[("ferret_co_retrieval_jobs_total", (("outcome", "applied"),))] == 1
+    pairs = sum(len(g) * (len(g) - 1) // 2 for g in groups)
+    assert metrics[("ferret_co_retrieval_links_total", ())] == pairs
+
+
+def test_explicit_recall_strengthens_more_and_batch_not_at_all(producer, sample_namespace, start_workers,
+                                                                redis_client):
+    start_workers(1, extra_env=ON)
+    affinity = RedisAffinity(redis_client, sample_namespace)
+    batch = _ask(producer, sample_namespace, "BTC thesis", queue="batch")
+    assert "co_retrieval_amount" not in batch.stats
+    explicit = _ask(producer, sample_namespace, "BTC thesis", options={"recall": "explicit"})
+    top, second = explicit.results[0].id, explicit.results[1].id
+    _eventually(lambda: affinity.weights([top])[top].get(second) is not None)
+    assert affinity.weights([top])[top][second] == pytest.approx(0.05), "the batch job added nothing"
+    cached = _ask(producer, sample_namespace, "BTC thesis", options={"recall": "explicit"})
+    assert cached.stats["cache_hit"] and "co_retrieval_amount" not in cached.stats
+
+
+def test_nous_edges_within_a_group_are_strengthened_off_the_critical_path(
+        producer, start_workers, sample_memories):
+    fake = FakeNous(sample_memories)
+    try:
+        start_workers(1, extra_env={**ON, "FERRET_BACKEND__KIND": "nous",
+                                    "FERRET_BACKEND__NOUS__BASE_URL": fake.base_url})
+        result = _ask(producer, "default", COMPOUND)
+        first, second = groups_of(result.results, 10)
+        listed = lambda: sum(path.startswith("/v1/edges?") for path, _ in fake.requests)  # noqa: E731
+        _eventually(lambda: listed() == len(first) + len(second))  # the first job's pass: no edges yet
+        fake.add_edge("inside", first[0], first[1])
+        fake.add_edge("across", first[0], second[0])
+        fake.add_edge("inside-2", second[1], second[0])
+        again = _ask(producer, "default", COMPOUND.replace("?", " ?"), options={"recall": "explicit"})
+        assert groups_of(again.results, 10) == [first, second]
+        _eventually(lambda: len(fake.strengthened) == 2)
+        assert sorted(fake.strengthened) == [("inside", 0.05), ("inside-2", 0.05)]
+        assert fake.edges["across"]["strength"] == 0.5
+    finally:
+        fake.close()

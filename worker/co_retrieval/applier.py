@@ -1,0 +1,92 @@
+"""Applies co-retrieval strengthening after jobs, off their critical path.
+
+The worker's main process hands each finished result to ``submit`` (after
+its result is written and its producer woken); a daemon thread applies the
+strengthening. Pending work is bounded: past ``max_pending`` a job's
+strengthening is dropped and counted, never waited for. A failure is logged
+and counted; it never touches the job or the worker. Work still pending when
+the worker stops is lost (strengthening is a hint, not data).
+
+The job decides whether it strengthens, and by how much (it knows the
+request): ``stats.co_retrieval_amount``; results without it are ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ferret.contract import RetrievalResult
+from worker.co_retrieval.groups import groups_of
+
+logger = logging.getLogger(__name__)
+
+Strengthen = Callable[[str, list[list[str]], float], int]
+Observe = Callable[[str, int], None]  # (outcome, links strengthened)
+
+
+@dataclass(frozen=True)
+class Strengthening:
+    namespace: str
+    groups: list[list[str]]
+    amount: float
+
+
+class CoRetrievalApplier:
+    def __init__(self, strengthen: Strengthen, max_group_size: int, max_pending: int,
+                 observe: Observe | None = None) -> None:
+        self._strengthen = strengthen
+        self._max_group_size = max_group_size
+        self._pending: queue.Queue[Strengthening | None] = queue.Queue(maxsize=max_pending)
+        self._observe = observe or (lambda outcome, links: None)
+        self._thread = threading.Thread(target=self._loop, name="ferret-co-retrieval", daemon=True)
+        self._thread.start()
+
+    def submit(self, result: RetrievalResult) -> bool:
+        """Queue the result's strengthening if it has any; False if dropped or nothing to do."""
+        amount = result.stats.get("co_retrieval_amount")
+        if not isinstance(amount, (int, float)) or isinstance(amount, bool) or amount <= 0:
+            return False
+        groups = groups_of(result.results, self._max_group_size)
+        if not groups:
+            return False
+        try:
+            self._pending.put_nowait(Strengthening(result.namespace, groups, float(amount)))
+        except queue.Full:
+            logger.warning("job=%s co-retrieval strengthening dropped: %d pending", result.job_id,
+                           self._pending.qsize())
+            self._observe("dropped", 0)
+            return False
+        return True
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until everything submitted so far is applied (tests, shutdown); False on timeout."""
+        done = threading.Event()
+
+        def wait_for_all() -> None:
+            self._pending.join()
+            done.set()
+
+        threading.Thread(target=wait_for_all, daemon=True).start()
+        return done.wait(timeout)
+
+    def stop(self) -> None:
+        self._pending.put(None)
+
+    def _loop(self) -> None:
+        while True:
+            item = self._pending.get()
+            try:
+                if item is None:
+                    return
+                links = self._strengthen(item.namespace, item.groups, item.amount)
+                self._observe("applied", links)
+            except Exception as exc:
+                logger.warning("co-retrieval strengthening failed in namespace %s: %s",
+                               item.namespace if item else "?", exc)
+                self._observe("failed", 0)
+            finally:
+                self._pending.task_done()

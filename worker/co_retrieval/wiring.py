@@ -1,0 +1,26 @@
+"""Build a worker's co-retrieval applier for the configured backend."""
+
+from __future__ import annotations
+
+from worker.backends.nous import NousBackend
+from worker.co_retrieval.affinity import RedisAffinity
+from worker.co_retrieval.applier import CoRetrievalApplier, Strengthen
+from worker.co_retrieval.nous_edges import strengthen_edges
+from worker.job import WorkerContext
+from worker.metrics import FerretMetrics
+
+
+def co_retrieval_applier(context: WorkerContext, metrics: FerretMetrics) -> CoRetrievalApplier:
+    settings = context.settings.co_retrieval
+    strengthen: Strengthen
+    if context.settings.backend.kind == "nous":
+        backend = context.backends.for_namespace("default")  # Nous has no namespaces
+        assert isinstance(backend, NousBackend)
+
+        def strengthen(namespace: str, groups: list[list[str]], amount: float) -> int:
+            return strengthen_edges(backend, groups, amount, settings.timeout_seconds)
+    else:
+        def strengthen(namespace: str, groups: list[list[str]], amount: float) -> int:
+            return RedisAffinity(context.client, namespace).strengthen(groups, amount)
+    return CoRetrievalApplier(strengthen, settings.max_group_size, settings.max_pending,
+                              metrics.observe_co_retrieval)
