@@ -39,7 +39,7 @@ def stats_block(result: RetrievalResult) -> str:
         f"  sub-queries: {' | '.join(s.get('sub_queries', []))}",
         f"retries: {s.get('retries')}  replacements: {s.get('replacements_successful')}"
         f"/{s.get('replacements_attempted')}  cache hit: {s.get('cache_hit', False)}"
-        f"  context tokens: {s.get('context_tokens')}",
+        f"  re-rank: {s.get('rerank', 'off')}  context tokens: {s.get('context_tokens')}",
         "stage ms: " + "  ".join(f"{k} {v:.2f}" for k, v in s.get("stage_ms", {}).items()),
     ]
     if s.get("skipped_stages"):

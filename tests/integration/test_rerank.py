@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.fakes.chat_server import FakeChat
@@ -68,3 +70,15 @@ def test_a_slow_llm_never_makes_a_job_miss_its_deadline(chat, producer, sample_n
     assert result.status == "ok", "the call stops short of the deadline, leaving time to finish"
     late = result.timestamps.finished_at - result.timestamps.deadline_at
     assert late < 1.0, f"finished {late:.2f}s after the deadline"
+
+
+def test_query_command_asks_for_the_rerank(chat, env, sample_namespace, start_workers):
+    from tests.integration.test_cli import _ferret
+
+    start_workers(1, extra_env=_rerank_env(chat))
+    out = _ferret(["query", "BTC", "-n", sample_namespace, "--rerank", "--explicit", "--json"], env)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["stats"]["rerank"] == "ok" and doc["results"][0]["rerank_score"] == 10.0
+    table = _ferret(["query", "BTC", "-n", sample_namespace, "--rerank"], env)
+    assert "re-rank: ok" in table.stdout
