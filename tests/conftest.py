@@ -15,6 +15,7 @@ import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
 
+from tests.fakes.nous_server import FakeNous
 from worker.pipeline.records import Memory
 
 hypothesis_settings.register_profile("ferret", deadline=None, derandomize=True, max_examples=150)
@@ -24,10 +25,24 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "ferret" / "data" / "sample_memories.jsonl"
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on loopback."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def wait_for_redis(client: redis.Redis, timeout: float = 10) -> None:
+    """Return once the server answers PING; RuntimeError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if client.ping():
+                return
+        except redis.ConnectionError:
+            pass
+        time.sleep(0.02)
+    raise RuntimeError("redis-server did not start")
 
 
 class RedisServer:
@@ -38,21 +53,14 @@ class RedisServer:
         if binary is None:
             raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
         self.directory = directory
-        self.port = _free_port()
+        self.port = free_port()
         self.process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(directory),
              "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if redis.Redis.from_url(self.url).ping():
-                    return
-            except redis.ConnectionError:
-                time.sleep(0.02)
-        raise RuntimeError("redis-server did not start")
+        wait_for_redis(redis.Redis.from_url(self.url))
 
     def stop(self) -> None:
         self.process.terminate()
@@ -93,3 +101,11 @@ def make_memory() -> Callable[..., Memory]:
 @pytest.fixture(scope="session")
 def sample_memories() -> list[Memory]:
     return [Memory.model_validate(json.loads(line)) for line in SAMPLE.read_text().splitlines()]
+
+
+@pytest.fixture
+def sample_nous(sample_memories: list[Memory]) -> Iterator[FakeNous]:
+    """A fake Nous server holding the sample corpus."""
+    fake = FakeNous(sample_memories)
+    yield fake
+    fake.close()

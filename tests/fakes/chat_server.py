@@ -18,44 +18,25 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.loopback import LoopbackServer
 
 _SNIPPET = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 
 
-class FakeChat:
+class FakeChat(LoopbackServer):
+    protocol_version = "HTTP/1.1"
+
     def __init__(self, favourite: set[str] | None = None) -> None:
         self.favourite = {w.lower() for w in (favourite or set())}
         self.mode = "ok"
         self.delay = 0.0
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str | None] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-            def do_POST(self) -> None:
-                fake._handle(self)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__()
 
     def scores_for(self, prompt: str) -> list[tuple[int, int]]:
         found = []
@@ -79,16 +60,6 @@ class FakeChat:
         if self.mode == "malformed":
             return "I cannot rate these snippets."
         return as_json
-
-    def _send(self, handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str) -> None:
-        try:
-            handler.send_response(status)
-            handler.send_header("Content-Type", kind)
-            handler.send_header("Content-Length", str(len(body)))
-            handler.end_headers()
-            handler.wfile.write(body)
-        except OSError:  # the client gave up (a timeout test)
-            pass
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length", 0))

@@ -20,19 +20,20 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 
+from tests.fakes.loopback import LoopbackServer
 from worker.backends.memory import InMemoryBackend
 from worker.pipeline.records import Filters, Memory
 
 MAX_SCORED_LIMIT = 33
 
 
-class FakeNous:
+class FakeNous(LoopbackServer):
     def __init__(self, memories: list[Memory]) -> None:
         self.memories = memories
         self.backend = InMemoryBackend(memories)
@@ -46,43 +47,7 @@ class FakeNous:
         self.auth_headers: list[str | None] = []
         self.edges: dict[str, dict[str, Any]] = {}  # id -> {id, source_id, target_id, type, strength}
         self.strengthened: list[tuple[str, float]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                return None
-
-            def do_POST(self) -> None:
-                fake._handle(self)
-
-            def do_GET(self) -> None:
-                fake._handle(self)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def _send(self, handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str) -> None:
-        try:
-            handler.send_response(status)
-            handler.send_header("Content-Type", kind)
-            handler.send_header("Content-Length", str(len(body)))
-            handler.end_headers()
-            handler.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test): nothing to answer
-
-    def _json(self, handler: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
-        self._send(handler, status, json.dumps(payload).encode(), "application/json")
+        super().__init__()
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
@@ -167,3 +132,11 @@ class FakeNous:
         if data:
             payload["qcs"] = {"query_type": "LOOKUP", "disqualified": False}
         return self._json(handler, 200, payload)
+
+
+def nous_env(fake: FakeNous, timeout_seconds: float | None = None) -> dict[str, str]:
+    """Environment that points a worker's ``nous`` backend at ``fake``."""
+    env = {"FERRET_BACKEND__KIND": "nous", "FERRET_BACKEND__NOUS__BASE_URL": fake.base_url}
+    if timeout_seconds is not None:
+        env["FERRET_BACKEND__NOUS__TIMEOUT_SECONDS"] = f"{timeout_seconds:g}"
+    return env

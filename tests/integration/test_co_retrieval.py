@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from tests.fakes.nous_server import FakeNous
-from tests.integration.test_metrics import _free_port, wait_for_metrics
+from tests.conftest import free_port
+from tests.fakes.nous_server import nous_env
+from tests.integration.test_metrics import wait_for_metrics
 from worker.co_retrieval.affinity import RedisAffinity
 from worker.co_retrieval.groups import groups_of
 
@@ -29,7 +30,7 @@ def _ask(producer, namespace, query, **extra):
 @pytest.mark.parametrize("worker_class", ["simple", "fork"])
 def test_local_weights_grow_within_sub_query_groups_only(worker_class, producer, sample_namespace,
                                                           start_workers, redis_client):
-    port = _free_port()
+    port = free_port()
     start_workers(1, "--metrics-port", str(port), "--worker-class", worker_class, extra_env=ON)
     result = _ask(producer, sample_namespace, COMPOUND)
     assert result.status == "ok" and result.stats["co_retrieval_amount"] == 0.03
@@ -64,22 +65,17 @@ def test_explicit_recall_strengthens_more_and_batch_not_at_all(producer, sample_
 
 
 def test_nous_edges_within_a_group_are_strengthened_off_the_critical_path(
-        producer, start_workers, sample_memories):
-    fake = FakeNous(sample_memories)
-    try:
-        start_workers(1, extra_env={**ON, "FERRET_BACKEND__KIND": "nous",
-                                    "FERRET_BACKEND__NOUS__BASE_URL": fake.base_url})
-        result = _ask(producer, "default", COMPOUND)
-        first, second = groups_of(result.results, 10)
-        listed = lambda: sum(path.startswith("/v1/edges?") for path, _ in fake.requests)  # noqa: E731
-        _eventually(lambda: listed() == len(first) + len(second))  # the first job's pass: no edges yet
-        fake.add_edge("inside", first[0], first[1])
-        fake.add_edge("across", first[0], second[0])
-        fake.add_edge("inside-2", second[1], second[0])
-        again = _ask(producer, "default", COMPOUND.replace("?", " ?"), options={"recall": "explicit"})
-        assert groups_of(again.results, 10) == [first, second]
-        _eventually(lambda: len(fake.strengthened) == 2)
-        assert sorted(fake.strengthened) == [("inside", 0.05), ("inside-2", 0.05)]
-        assert fake.edges["across"]["strength"] == 0.5
-    finally:
-        fake.close()
+        producer, start_workers, sample_nous):
+    start_workers(1, extra_env={**ON, **nous_env(sample_nous)})
+    result = _ask(producer, "default", COMPOUND)
+    first, second = groups_of(result.results, 10)
+    listed = lambda: sum(path.startswith("/v1/edges?") for path, _ in sample_nous.requests)  # noqa: E731
+    _eventually(lambda: listed() == len(first) + len(second))  # the first job's pass: no edges yet
+    sample_nous.add_edge("inside", first[0], first[1])
+    sample_nous.add_edge("across", first[0], second[0])
+    sample_nous.add_edge("inside-2", second[1], second[0])
+    again = _ask(producer, "default", COMPOUND.replace("?", " ?"), options={"recall": "explicit"})
+    assert groups_of(again.results, 10) == [first, second]
+    _eventually(lambda: len(sample_nous.strengthened) == 2)
+    assert sorted(sample_nous.strengthened) == [("inside", 0.05), ("inside-2", 0.05)]
+    assert sample_nous.edges["across"]["strength"] == 0.5

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import httpx
@@ -12,6 +11,7 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from ferret.contract import JOB_FUNCTION
+from tests.conftest import free_port
 
 QUERIES = [
     "What's my BTC thesis and how did my last SOL trade go?",
@@ -21,12 +21,6 @@ QUERIES = [
     "How do I trade a breakout retest?",
     "What's the plan for tomorrow's coffee with Anna about ETH?",  # weak: retried
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -51,7 +45,7 @@ def wait_for_metrics(port: int, timeout: float = 20):
 
 @pytest.mark.parametrize("worker_class", ["simple", "fork"])
 def test_counts_are_exact(worker_class, producer, sample_namespace, start_workers, redis_client):
-    port = _free_port()
+    port = free_port()
     handles = [producer.enqueue({"query": QUERIES[i % len(QUERIES)], "namespace": sample_namespace,
                                  "queue": "batch" if i % 2 else "prefetch"}) for i in range(24)]
     expired = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "deadline_seconds": 0.01})

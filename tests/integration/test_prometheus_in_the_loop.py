@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import time
 
@@ -13,6 +12,7 @@ import httpx
 import pytest
 import yaml
 
+from tests.conftest import free_port
 from tests.ops.conftest import OPS, tool
 
 QUERIES = [
@@ -22,12 +22,6 @@ QUERIES = [
     "funding squeeze playbook",
 ]
 COMPARISON = re.compile(r"\s(?:>=|<=|==|!=|>|<)\s")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def dashboard_expressions() -> list[str]:
@@ -53,7 +47,7 @@ def prometheus(tmp_path):
     started: list[subprocess.Popen[bytes]] = []
 
     def start(targets: list[str]) -> str:
-        port = _free_port()
+        port = free_port()
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(OPS / "prometheus" / "ferret-alerts.yml")],
@@ -90,7 +84,7 @@ def _query(url: str, expr: str) -> dict:
 
 def test_every_dashboard_and_alert_expression_returns_series(
         prometheus, producer, sample_namespace, start_workers):
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     for port in ports:
         start_workers(1, "--metrics-port", str(port))
     url = prometheus([f"127.0.0.1:{port}" for port in ports])

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from tests.conftest import free_port
 from tests.fakes.chat_server import FakeChat
-from tests.integration.test_metrics import _free_port, wait_for_metrics
+from tests.integration.test_metrics import wait_for_metrics
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def _ask(producer, namespace, query, **options):
 
 
 def test_asked_rerank_reorders_flags_and_counts(chat, producer, sample_namespace, start_workers):
-    port = _free_port()
+    port = free_port()
     start_workers(1, "--metrics-port", str(port), extra_env=_rerank_env(chat))
     plain = _ask(producer, sample_namespace, "BTC")
     assert plain.stats["rerank"] == "off" and not chat.requests
@@ -46,7 +47,7 @@ def test_asked_rerank_reorders_flags_and_counts(chat, producer, sample_namespace
 @pytest.mark.parametrize("mode", ["malformed", "error500", "slow"])
 def test_failures_fall_back_are_counted_and_not_cached(mode, chat, producer, sample_namespace, start_workers):
     chat.mode, chat.delay = mode, 5.0
-    port = _free_port()
+    port = free_port()
     start_workers(1, "--metrics-port", str(port), extra_env=_rerank_env(chat))
     first = _ask(producer, sample_namespace, "BTC", rerank=True)
     reason = {"malformed": "malformed", "error500": "error", "slow": "timeout"}[mode]

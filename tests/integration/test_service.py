@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from rq import Queue
 from rq.serializers import JSONSerializer
 
 from ferret.contract import FINAL_STATUSES, JOB_FUNCTION
-from ferret.ingest import parse_memory_lines
-from tests.conftest import SAMPLE
-from tests.fakes.nous_server import FakeNous
+from tests.fakes.nous_server import nous_env
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
 
@@ -93,22 +90,9 @@ def test_forking_worker_class_runs_jobs(producer, sample_namespace, start_worker
     assert [producer.wait(h, 30).status for h in handles] == ["ok", "ok"]
 
 
-@pytest.fixture
-def slow_nous():
-    memories, _ = parse_memory_lines(SAMPLE.read_text().splitlines())
-    fake = FakeNous(memories)
-    yield fake
-    fake.close()
-
-
-def _nous_env(fake: FakeNous) -> dict[str, str]:
-    return {"FERRET_BACKEND__KIND": "nous", "FERRET_BACKEND__NOUS__BASE_URL": fake.base_url,
-            "FERRET_BACKEND__NOUS__TIMEOUT_SECONDS": "30"}
-
-
-def test_deadline_returns_partial_when_one_sub_query_hangs(producer, start_workers, slow_nous):
-    slow_nous.slow_terms, slow_nous.delay = {"sol"}, 5.0
-    start_workers(1, extra_env=_nous_env(slow_nous))
+def test_deadline_returns_partial_when_one_sub_query_hangs(producer, start_workers, sample_nous):
+    sample_nous.slow_terms, sample_nous.delay = {"sol"}, 5.0
+    start_workers(1, extra_env=nous_env(sample_nous, timeout_seconds=30))
     handle = producer.enqueue({"query": COMPOUND, "deadline_seconds": 1.0})
     result = producer.wait(handle, 20)
     assert result.status == "partial"
@@ -117,13 +101,13 @@ def test_deadline_returns_partial_when_one_sub_query_hangs(producer, start_worke
     assert late < 1.0, f"finished {late:.3f}s after the deadline"
 
 
-def test_hung_backend_is_cut_off_and_worker_survives(producer, start_workers, slow_nous):
-    slow_nous.mode, slow_nous.delay = "slow", 5.0
-    start_workers(1, extra_env=_nous_env(slow_nous))
+def test_hung_backend_is_cut_off_and_worker_survives(producer, start_workers, sample_nous):
+    sample_nous.mode, sample_nous.delay = "slow", 5.0
+    start_workers(1, extra_env=nous_env(sample_nous, timeout_seconds=30))
     handle = producer.enqueue({"query": "BTC thesis", "deadline_seconds": 1.0})
     result = producer.wait(handle, 20)
     assert result.status == "failed" and "timed out" in result.error
-    slow_nous.mode = "ok"
+    sample_nous.mode = "ok"
     after = producer.enqueue({"query": "BTC thesis", "deadline_seconds": 5.0})
     assert producer.wait(after, 20).status == "ok"
 

@@ -10,7 +10,8 @@ import time
 from collections import Counter
 
 from ferret.contract import RetrievalResult
-from tests.integration.test_metrics import _free_port, scrape
+from tests.conftest import free_port
+from tests.integration.test_metrics import scrape
 
 JOBS = 10_000
 QUERIES = ["BTC thesis", "What's my BTC thesis and how did my last SOL trade go?", "funding squeeze playbook",
@@ -18,7 +19,7 @@ QUERIES = ["BTC thesis", "What's my BTC thesis and how did my last SOL trade go?
 
 
 def test_ten_thousand_jobs(tmp_path, env, sample_namespace, start_workers, redis_client):
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     for port in ports:
         start_workers(1, "--metrics-port", str(port))
     lines = [json.dumps({"query": QUERIES[i % len(QUERIES)], "namespace": sample_namespace,

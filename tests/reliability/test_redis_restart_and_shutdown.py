@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,22 +14,16 @@ import pytest
 import redis
 
 from ferret.ingest import parse_memory_lines
-from tests.conftest import ROOT, SAMPLE
-from tests.fakes.nous_server import FakeNous
+from tests.conftest import ROOT, SAMPLE, free_port, wait_for_redis
+from tests.fakes.nous_server import nous_env
 from worker.backends.local import MemoryStore
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class DurableRedis:
     """A redis-server with an fsync-always AOF, restartable on the same port and data."""
 
     def __init__(self, directory) -> None:
-        self.directory, self.port = directory, _free_port()
+        self.directory, self.port = directory, free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -39,14 +32,7 @@ class DurableRedis:
             [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
              "--dir", str(self.directory), "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if redis.Redis.from_url(self.url).ping():
-                    return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
+        wait_for_redis(redis.Redis.from_url(self.url))
 
     def stop(self) -> None:
         if self.process is not None:
@@ -101,21 +87,11 @@ def test_redis_restart_during_a_batch(tmp_path, durable_redis):
             process.wait(timeout=20)
 
 
-@pytest.fixture
-def slow_nous():
-    memories, _ = parse_memory_lines(SAMPLE.read_text().splitlines())
-    fake = FakeNous(memories)
-    yield fake
-    fake.close()
-
-
-def test_sigterm_lets_the_running_job_finish(producer, start_workers, redis_client, slow_nous):
-    slow_nous.slow_first, slow_nous.delay = 1, 2.0
-    (worker,) = start_workers(1, extra_env={
-        "FERRET_BACKEND__KIND": "nous", "FERRET_BACKEND__NOUS__BASE_URL": slow_nous.base_url,
-        "FERRET_BACKEND__NOUS__TIMEOUT_SECONDS": "10"})
+def test_sigterm_lets_the_running_job_finish(producer, start_workers, redis_client, sample_nous):
+    sample_nous.slow_first, sample_nous.delay = 1, 2.0
+    (worker,) = start_workers(1, extra_env=nous_env(sample_nous, timeout_seconds=10))
     handle = producer.enqueue({"query": "BTC thesis", "queue": "batch", "deadline_seconds": 30})
-    while not slow_nous.requests:
+    while not sample_nous.requests:
         time.sleep(0.02)
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=20) == 0

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
 import redis
@@ -16,33 +14,16 @@ import redis
 from ferret.ingest import parse_memory_lines
 from ferret.settings import load_settings
 from producer.client import Producer
-from tests.conftest import ROOT, SAMPLE
+from tests.conftest import ROOT, SAMPLE, free_port, wait_for_redis
 from worker.backends.local import MemoryStore
 from worker.pipeline.records import Memory
 
 PASSWORD = "pw-d4f7e2c9-never-shown"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _server(args: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen([shutil.which("redis-server"), "--save", "", "--appendonly", "no", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _wait(client: redis.Redis) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            client.ping()
-            return
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    raise RuntimeError("redis-server did not start")
 
 
 def _ferret(args: list[str], env: dict[str, str], **kw) -> subprocess.CompletedProcess[str]:
@@ -71,11 +52,11 @@ def _run_one_job(url: str, env: dict[str, str]) -> tuple[str, dict]:
 
 
 def test_acl_user_and_password_work_and_never_show(tmp_path):
-    port = _free_port()
+    port = free_port()
     server = _server(["--port", str(port), "--bind", "127.0.0.1", "--requirepass", "admin-only",
                       "--user", "default", "off", "--user", "ferret", "on", f">{PASSWORD}", "~*", "&*", "+@all"])
     try:
-        _wait(redis.Redis(port=port, username="ferret", password=PASSWORD))
+        wait_for_redis(redis.Redis(port=port, username="ferret", password=PASSWORD))
         url = f"redis://ferret:{PASSWORD}@127.0.0.1:{port}/0"
         output, result = _run_one_job(url, {**_base_env(), "FERRET_REDIS__URL": url})
         assert result["status"] == "ok" and result["results"]
@@ -105,13 +86,13 @@ def _certificates(directory) -> tuple[str, str, str]:
 
 def test_tls_redis_with_password(tmp_path):
     ca, crt, key = _certificates(tmp_path)
-    port = _free_port()
+    port = free_port()
     server = _server(["--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1", "--tls-cert-file", crt,
                       "--tls-key-file", key, "--tls-ca-cert-file", ca, "--tls-auth-clients", "no",
                       "--requirepass", PASSWORD])
     try:
         url = f"rediss://:{PASSWORD}@127.0.0.1:{port}/0?ssl_ca_certs={ca}"
-        _wait(redis.Redis.from_url(url))
+        wait_for_redis(redis.Redis.from_url(url))
         output, result = _run_one_job(url, {**_base_env(), "FERRET_REDIS__URL": url})
         assert result["status"] == "ok" and result["results"]
         assert PASSWORD not in output

@@ -7,26 +7,13 @@ import signal
 import time
 from pathlib import Path
 
-import pytest
-
-from ferret.ingest import parse_memory_lines
-from tests.conftest import SAMPLE
-from tests.fakes.nous_server import FakeNous
+from tests.fakes.nous_server import FakeNous, nous_env
 
 TTL = "5"  # seconds without a heartbeat before a worker counts as dead
 
 
-@pytest.fixture
-def nous():
-    memories, _ = parse_memory_lines(SAMPLE.read_text().splitlines())
-    fake = FakeNous(memories)
-    yield fake
-    fake.close()
-
-
 def _env(fake: FakeNous) -> dict[str, str]:
-    return {"FERRET_BACKEND__KIND": "nous", "FERRET_BACKEND__NOUS__BASE_URL": fake.base_url,
-            "FERRET_BACKEND__NOUS__TIMEOUT_SECONDS": "30", "FERRET_SERVICE__WORKER_TTL_SECONDS": TTL}
+    return {**nous_env(fake, timeout_seconds=30), "FERRET_SERVICE__WORKER_TTL_SECONDS": TTL}
 
 
 def _worker_running(redis_client, job_id: str, timeout: float = 10) -> str:
@@ -46,9 +33,9 @@ def _pid_of(redis_client, worker_name: str) -> int:
     return int(redis_client.hget(f"rq:worker:{worker_name}", "pid"))
 
 
-def test_killed_worker_job_is_rerun_by_another(producer, start_workers, redis_client, nous):
-    nous.slow_first, nous.delay = 1, 30.0  # the first search hangs; the re-run's is fast
-    start_workers(2, extra_env=_env(nous))
+def test_killed_worker_job_is_rerun_by_another(producer, start_workers, redis_client, sample_nous):
+    sample_nous.slow_first, sample_nous.delay = 1, 30.0  # the first search hangs; the re-run's is fast
+    start_workers(2, extra_env=_env(sample_nous))
     handle = producer.enqueue({"query": "BTC thesis", "queue": "batch", "deadline_seconds": 60})
     victim = _worker_running(redis_client, handle.job_id)
     killed_at = time.monotonic()
@@ -60,9 +47,9 @@ def test_killed_worker_job_is_rerun_by_another(producer, start_workers, redis_cl
     assert took < 12, f"re-run after {took:.1f}s"
 
 
-def test_killed_worker_job_past_its_deadline_ends_failed(producer, start_workers, redis_client, nous):
-    nous.slow_first, nous.delay = 1, 30.0
-    start_workers(2, extra_env=_env(nous))
+def test_killed_worker_job_past_its_deadline_ends_failed(producer, start_workers, redis_client, sample_nous):
+    sample_nous.slow_first, sample_nous.delay = 1, 30.0
+    start_workers(2, extra_env=_env(sample_nous))
     handle = producer.enqueue({"query": "BTC thesis", "deadline_seconds": 2})
     victim = _worker_running(redis_client, handle.job_id)
     os.kill(_pid_of(redis_client, victim), signal.SIGKILL)
@@ -72,9 +59,9 @@ def test_killed_worker_job_past_its_deadline_ends_failed(producer, start_workers
     assert result.timestamps.finished_at - result.timestamps.deadline_at < 10
 
 
-def test_killed_work_horse_ends_failed_at_once(producer, start_workers, redis_client, nous):
-    nous.slow_first, nous.delay = 1, 30.0
-    (parent,) = start_workers(1, "--worker-class", "fork", extra_env=_env(nous))
+def test_killed_work_horse_ends_failed_at_once(producer, start_workers, redis_client, sample_nous):
+    sample_nous.slow_first, sample_nous.delay = 1, 30.0
+    (parent,) = start_workers(1, "--worker-class", "fork", extra_env=_env(sample_nous))
     handle = producer.enqueue({"query": "BTC thesis", "queue": "batch", "deadline_seconds": 60})
     _worker_running(redis_client, handle.job_id)
     children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
