@@ -27,6 +27,7 @@ from rq.serializers import JSONSerializer
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.settings import Settings
+from worker.bookkeeping import CoalescedBookkeeping, LeanJob, LeanQueue
 from worker.co_retrieval.applier import CoRetrievalApplier
 from worker.co_retrieval.wiring import co_retrieval_applier
 from worker.job import WorkerContext, init_context, lost_result, take_finished
@@ -94,11 +95,11 @@ class _Observed:
             self.ferret_co_retrieval.submit(result)
 
 
-class ObservedSimpleWorker(_Observed, SimpleWorker):
+class ObservedSimpleWorker(_Observed, CoalescedBookkeeping, SimpleWorker):
     pass
 
 
-class ObservedForkWorker(_Observed, Worker):
+class ObservedForkWorker(_Observed, CoalescedBookkeeping, Worker):
     pass
 
 
@@ -121,8 +122,8 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = init_context(settings, client)
     worker = cls(
-        [Queue(q, connection=client, serializer=JSONSerializer) for q in ordered],
-        connection=client, serializer=JSONSerializer, name=name,
+        [LeanQueue(q, connection=client, serializer=JSONSerializer) for q in ordered],
+        connection=client, serializer=JSONSerializer, name=name, job_class=LeanJob, queue_class=LeanQueue,
         worker_ttl=settings.service.worker_ttl_seconds, job_monitoring_interval=JOB_MONITORING_SECONDS,
     )
     worker.ferret_metrics = metrics or FerretMetrics()  # type: ignore[attr-defined]

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import time
 
-from rq import Queue
+import pytest
+from rq import Queue, Worker
+from rq.job import Job
 from rq.serializers import JSONSerializer
+from rq.suspension import resume, suspend
 
 from ferret.contract import FINAL_STATUSES, JOB_FUNCTION
 from tests.fakes.nous_server import nous_env
@@ -82,6 +85,39 @@ def test_prefetch_is_served_before_batch(producer, sample_namespace, start_worke
     assert all(r.status == "ok" for r in batch_results)
     later = [r for r in batch_results if r.timestamps.started_at > urgent_result.timestamps.started_at]
     assert len(later) == len(batch_results)
+
+
+@pytest.mark.parametrize("worker_class", ["simple", "fork"])
+def test_rq_keeps_complete_records_of_jobs_and_workers(producer, sample_namespace, start_workers, redis_client,
+                                                       worker_class):
+    start_workers(1, "--worker-class", worker_class)
+    handles = [producer.enqueue({"query": q, "namespace": sample_namespace}) for q in ("BTC thesis", COMPOUND)]
+    assert [producer.wait(h, 30).status for h in handles] == ["ok", "ok"]
+    deadline = time.monotonic() + 10  # RQ's own records land just after the result
+    for handle in handles:
+        while (job := Job.fetch(handle.job_id, connection=redis_client, serializer=JSONSerializer)).ended_at is None:
+            assert time.monotonic() < deadline, f"job {job.id} is {job.get_status(refresh=False)}"
+            time.sleep(0.05)
+        assert job.get_status(refresh=False) == "finished"
+        assert job.started_at <= job.ended_at and job.last_heartbeat >= job.started_at
+    name = job.worker_name
+    while (worker := Worker.find_by_key(f"rq:worker:{name}", connection=redis_client)).successful_job_count < 2 \
+            or worker.get_state() != "idle":
+        assert time.monotonic() < deadline, f"worker {worker.get_state()} after {worker.successful_job_count} jobs"
+        time.sleep(0.05)
+    assert worker.last_heartbeat is not None
+    assert redis_client.ttl(worker.key) > 0
+
+
+def test_a_suspended_worker_takes_no_job_until_resumed(producer, sample_namespace, start_workers, redis_client):
+    suspend(redis_client)
+    handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace})
+    [worker] = start_workers(1, "--burst", wait=False)
+    assert worker.wait(timeout=30) == 0
+    assert producer.result(handle) is None and Queue("prefetch", connection=redis_client).count == 1
+    resume(redis_client)
+    start_workers(1, "--burst", wait=False)
+    assert producer.wait(handle, 30).status == "ok"
 
 
 def test_forking_worker_class_runs_jobs(producer, sample_namespace, start_workers):

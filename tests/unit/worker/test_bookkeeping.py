@@ -1,0 +1,112 @@
+"""RQ bookkeeping with fewer round trips: skipped only when it repeats itself."""
+
+from __future__ import annotations
+
+import fakeredis
+import pytest
+from rq import SimpleWorker, get_current_job
+from rq.exceptions import StopRequested
+from rq.serializers import JSONSerializer
+from rq.suspension import resume, suspend
+
+from worker import bookkeeping
+from worker.bookkeeping import COALESCE_SECONDS, CoalescedBookkeeping, LeanJob, LeanQueue
+
+
+class LeanWorker(CoalescedBookkeeping, SimpleWorker):
+    pass
+
+
+def current_job_id() -> str:
+    job = get_current_job()
+    assert job is not None
+    return job.id
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(bookkeeping.time, "monotonic", clock)
+    return clock
+
+
+@pytest.fixture
+def client() -> fakeredis.FakeRedis:
+    return fakeredis.FakeRedis()
+
+
+@pytest.fixture
+def worker(client: fakeredis.FakeRedis) -> LeanWorker:
+    queue = LeanQueue("q", connection=client, serializer=JSONSerializer)
+    return LeanWorker([queue], connection=client, serializer=JSONSerializer, worker_ttl=16)
+
+
+def test_a_heartbeat_repeated_within_the_window_is_skipped(worker, client, clock):
+    worker.heartbeat()
+    assert client.ttl(worker.key) == 16 + 60  # RQ's default, in one round trip
+    client.hdel(worker.key, "last_heartbeat")
+    clock.now += COALESCE_SECONDS / 2
+    worker.heartbeat()
+    assert not client.hexists(worker.key, "last_heartbeat")
+    clock.now += COALESCE_SECONDS
+    worker.heartbeat()
+    assert client.hexists(worker.key, "last_heartbeat")
+
+
+def test_a_heartbeat_that_changes_the_expiry_or_rides_a_pipeline_is_sent(worker, client, clock):
+    worker.heartbeat()
+    worker.heartbeat(5)  # shortens the expiry: sent at once
+    assert 0 < client.ttl(worker.key) <= 5
+    worker.heartbeat()  # extends it again by far more than the window
+    assert client.ttl(worker.key) == 16 + 60
+    client.hdel(worker.key, "last_heartbeat")
+    with client.pipeline() as pipe:
+        worker.heartbeat(pipeline=pipe)
+        pipe.execute()
+    assert client.hexists(worker.key, "last_heartbeat")
+
+
+def test_a_state_is_not_written_twice_in_a_row(worker, client):
+    worker.set_state("idle")
+    client.hset(worker.key, "state", "tampered")
+    worker.set_state("idle")
+    assert client.hget(worker.key, "state") == b"tampered"
+    worker.set_state("busy")
+    assert client.hget(worker.key, "state") == b"busy"
+    with client.pipeline() as pipe:
+        worker.set_state("idle", pipeline=pipe)
+        pipe.execute()
+    client.hset(worker.key, "state", "tampered")
+    worker.set_state("idle")  # a pipelined write is not trusted to have happened
+    assert client.hget(worker.key, "state") == b"idle"
+
+
+def test_suspension_is_noticed_within_the_window(worker, client, clock):
+    worker.check_for_suspension(burst=True)
+    suspend(client)
+    worker.check_for_suspension(burst=True)  # read just now: not read again yet
+    clock.now += COALESCE_SECONDS
+    with pytest.raises(StopRequested):
+        worker.check_for_suspension(burst=True)
+    resume(client)
+    clock.now += COALESCE_SECONDS
+    worker.check_for_suspension(burst=True)
+
+
+def test_lean_job_runs_as_current_job_and_persists_only_a_key_with_a_ttl(client):
+    queue = LeanQueue("q", connection=client, serializer=JSONSerializer)
+    plain = queue.enqueue_call(current_job_id)
+    limited = queue.enqueue_call(current_job_id, ttl=100)
+    assert client.ttl(limited.key) > 0
+    for queued in (plain, limited):
+        job = LeanJob.fetch(queued.id, connection=client, serializer=JSONSerializer)
+        assert job.perform() == job.id
+        assert client.ttl(job.key) == -1  # no expiry left on either

@@ -1,0 +1,97 @@
+"""Fewer Redis round trips for RQ's own worker bookkeeping.
+
+RQ 2's ``SimpleWorker`` makes 18 round trips to Redis per job (counted on
+this machine); seven of them repeat what it has just said: the worker key's
+heart-beat is sent three times around a dequeue (each an HSET and then an
+EXPIRE), the ``idle`` state is written at the end of a job and again at the
+top of the next loop, the ``rq suspend`` flag is read before every job, and
+the job hash gets a ``last_heartbeat`` write just before the job is saved
+whole. A round trip costs about as much as Ferret's fast-path pipeline, so:
+
+- a heart-beat that would push the worker key's expiry later by less than
+  ``COALESCE_SECONDS`` is skipped (one that shortens or really extends the
+  expiry, or rides on a caller's pipeline, is always sent), and one that is
+  sent goes as one round trip, not two;
+- a state already written directly is not written again;
+- the suspension flag is read at most every ``COALESCE_SECONDS`` (``rq
+  suspend`` takes effect within that time instead of at the next job);
+- the end-of-execution stamp on the job stays in memory: the success or
+  failure handling that follows saves the whole job hash, stamp included;
+- a job enqueued without an RQ ``ttl`` (Ferret's never have one: deadlines
+  are Ferret's own) has no expiry to remove when it starts (``LeanJob``);
+- Ferret's queues look up no dependents after a job (``LeanQueue``): Ferret
+  jobs are never the ``depends_on`` of another job, so there are none.
+
+Nothing RQ or Ferret reads changes meaning: the worker key lives as long as
+before, ``last_heartbeat`` is at most ``COALESCE_SECONDS`` old, and the
+reaper's liveness test (does the worker key exist) is untouched.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rq.job import Job, _job_stack
+from rq.queue import Queue
+from rq.utils import now as utc_now
+
+COALESCE_SECONDS = 0.5
+
+
+class LeanJob(Job):
+    def perform(self) -> Any:
+        if self.ttl is None:  # the key never had an expiry: skip RQ's PERSIST round trip
+            _job_stack.push(self)
+            try:
+                self._result = self._execute()
+            finally:
+                _job_stack.pop()
+            return self._result
+        return super().perform()
+
+
+class LeanQueue(Queue):
+    job_class = LeanJob
+
+    def enqueue_dependents(self, job: Job, pipeline: Any = None, exclude_job_id: str | None = None,
+                           refresh_job_status: bool = True) -> None:
+        """Ferret jobs have no dependents: nothing to enqueue (RQ would ask Redis)."""
+
+
+class CoalescedBookkeeping:
+    """Mixin for an RQ worker class (put it before the RQ class)."""
+
+    worker_ttl: int
+    _ferret_key_expires = 0.0  # monotonic time the worker key expires, as last sent
+    _ferret_state_written: str | None = None
+    _ferret_suspension_checked = float("-inf")
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        ttl = timeout or self.worker_ttl + 60  # RQ's default
+        now = time.monotonic()
+        if pipeline is None and 0 <= now + ttl - self._ferret_key_expires < COALESCE_SECONDS:
+            return
+        if pipeline is None:
+            with self.connection.pipeline(transaction=False) as own:  # type: ignore[attr-defined]
+                super().heartbeat(timeout, own)  # type: ignore[misc]
+                own.execute()
+        else:
+            super().heartbeat(timeout, pipeline)  # type: ignore[misc]
+        self._ferret_key_expires = now + ttl
+
+    def set_state(self, state: str, pipeline: Any = None) -> None:
+        if pipeline is None and state == self._ferret_state_written:
+            return
+        super().set_state(state, pipeline)  # type: ignore[misc]
+        self._ferret_state_written = state if pipeline is None else None
+
+    def check_for_suspension(self, burst: bool) -> None:
+        now = time.monotonic()
+        if now - self._ferret_suspension_checked < COALESCE_SECONDS:
+            return
+        super().check_for_suspension(burst)  # type: ignore[misc]
+        self._ferret_suspension_checked = time.monotonic()
+
+    def handle_execution_ended(self, job: Job, queue: Queue, heartbeat_ttl: int) -> None:
+        job.ended_at = job.last_heartbeat = utc_now()
