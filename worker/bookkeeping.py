@@ -20,7 +20,10 @@ whole. A round trip costs about as much as Ferret's fast-path pipeline, so:
 - a job enqueued without an RQ ``ttl`` (Ferret's never have one: deadlines
   are Ferret's own) has no expiry to remove when it starts (``LeanJob``);
 - Ferret's queues look up no dependents after a job (``LeanQueue``): Ferret
-  jobs are never the ``depends_on`` of another job, so there are none.
+  jobs are never the ``depends_on`` of another job, so there are none; and
+  so a job's success is saved in one MULTI/EXEC without RQ's WATCH on the
+  dependents key, with the worker's ``idle`` state and idle heart-beat (which
+  the loop would send next) in the same round trip.
 
 Nothing RQ or Ferret reads changes meaning: the worker key lives as long as
 before, ``last_heartbeat`` is at most ``COALESCE_SECONDS`` old, and the
@@ -34,7 +37,9 @@ from typing import Any
 
 from rq.job import Job, _job_stack
 from rq.queue import Queue
+from rq.registry import StartedJobRegistry
 from rq.utils import now as utc_now
+from rq.worker import WorkerStatus
 
 COALESCE_SECONDS = 0.5
 
@@ -95,3 +100,29 @@ class CoalescedBookkeeping:
 
     def handle_execution_ended(self, job: Job, queue: Queue, heartbeat_ttl: int) -> None:
         job.ended_at = job.last_heartbeat = utc_now()
+
+    def handle_job_success(self, job: Job, queue: Queue, started_job_registry: StartedJobRegistry) -> None:
+        """RQ 2's success bookkeeping as one transaction, without the WATCH
+        that guards dependents (there are none, see ``LeanQueue``)."""
+        if not isinstance(queue, LeanQueue) or job.repeats_left:  # not a Ferret job: RQ's own way
+            super().handle_job_success(job, queue, started_job_registry)  # type: ignore[misc]
+            return
+        assert job.started_at and job.ended_at
+        execution = self.execution  # type: ignore[attr-defined]
+        with self.connection.pipeline() as pipeline:  # type: ignore[attr-defined]
+            self.increment_successful_job_count(pipeline=pipeline)  # type: ignore[attr-defined]
+            self.increment_total_working_time(job.ended_at - job.started_at, pipeline)  # type: ignore[attr-defined]
+            result_ttl = job.get_result_ttl(self.default_result_ttl)  # type: ignore[attr-defined]
+            if result_ttl != 0:
+                job._handle_success(result_ttl, pipeline=pipeline, worker_name=self.name,  # type: ignore[attr-defined]
+                                    execution_id=execution.id if execution else None,
+                                    execution_started_at=execution.created_at if execution else None,
+                                    execution_ended_at=job.ended_at)
+            job.cleanup(result_ttl, pipeline=pipeline, remove_from_queue=False)
+            self.cleanup_execution(job, pipeline=pipeline)  # type: ignore[attr-defined]
+            self.set_state(WorkerStatus.IDLE, pipeline)
+            self.heartbeat(pipeline=pipeline)  # the idle worker's expiry, which the next loop would send
+            pipeline.execute()
+        self._ferret_state_written = WorkerStatus.IDLE
+        self.log.info("Successfully completed job %s in %ss on worker %s",  # type: ignore[attr-defined]
+                      job.id, job.ended_at - job.started_at, self.name)  # type: ignore[attr-defined]

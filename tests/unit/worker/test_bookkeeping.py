@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import fakeredis
 import pytest
-from rq import SimpleWorker, get_current_job
+import redis
+from rq import Queue, SimpleWorker, get_current_job
 from rq.exceptions import StopRequested
 from rq.serializers import JSONSerializer
 from rq.suspension import resume, suspend
@@ -110,3 +111,27 @@ def test_lean_job_runs_as_current_job_and_persists_only_a_key_with_a_ttl(client)
         job = LeanJob.fetch(queued.id, connection=client, serializer=JSONSerializer)
         assert job.perform() == job.id
         assert client.ttl(job.key) == -1  # no expiry left on either
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["ferret-queue", "plain-queue"])
+def test_a_success_is_saved_whole_and_only_ferret_jobs_skip_the_watch(client, clock, monkeypatch, lean):
+    queue = (LeanQueue if lean else Queue)("q", connection=client, serializer=JSONSerializer)
+    worker = LeanWorker([queue], connection=client, serializer=JSONSerializer, worker_ttl=16)
+    worker.register_birth()
+    job = queue.enqueue_call(current_job_id)
+    watched: list[tuple[object, ...]] = []
+    real_watch = redis.client.Pipeline.watch
+    monkeypatch.setattr(redis.client.Pipeline, "watch",
+                        lambda pipe, *names: watched.append(names) or real_watch(pipe, *names))
+    clock.now += 100  # the idle heart-beat below is due again
+    worker.execute_job(job, queue)
+    assert bool(watched) is not lean
+    job = LeanJob.fetch(job.id, connection=client, serializer=JSONSerializer)
+    assert job.get_status() == "finished" and job.return_value() == job.id
+    assert job.id in queue.finished_job_registry and job.id not in queue.started_job_registry
+    assert job.ended_at is not None and job.last_heartbeat is not None
+    assert client.hget(worker.key, "state") == b"idle"
+    assert client.hget(worker.key, "successful_job_count") == b"1"
+    # Ferret's: idle again, RQ's long expiry sent with the success (RQ's way
+    # leaves the job's expiry, 180 + 60 s, until the loop's next heart-beat)
+    assert client.ttl(worker.key) == (16 + 60 if lean else 180 + 60)
