@@ -70,6 +70,7 @@ class CoalescedBookkeeping:
     worker_ttl: int
     _ferret_key_expires = 0.0  # monotonic time the worker key expires, as last sent
     _ferret_state_written: str | None = None
+    _state: str
     _ferret_suspension_checked = float("-inf")
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
@@ -87,6 +88,7 @@ class CoalescedBookkeeping:
 
     def set_state(self, state: str, pipeline: Any = None) -> None:
         if pipeline is None and state == self._ferret_state_written:
+            self._state = state  # RQ's in-memory state, which its signal handler reads
             return
         super().set_state(state, pipeline)  # type: ignore[misc]
         self._ferret_state_written = state if pipeline is None else None
@@ -120,7 +122,10 @@ class CoalescedBookkeeping:
                                     execution_ended_at=job.ended_at)
             job.cleanup(result_ttl, pipeline=pipeline, remove_from_queue=False)
             self.cleanup_execution(job, pipeline=pipeline)  # type: ignore[attr-defined]
-            self.set_state(WorkerStatus.IDLE, pipeline)
+            # Redis hears "idle" now; the worker itself stays busy until RQ
+            # sets the state after the job, so a SIGTERM arriving meanwhile
+            # is still a warm shut-down (an idle worker's is an exception).
+            pipeline.hset(self.key, "state", WorkerStatus.IDLE)  # type: ignore[attr-defined]
             self.heartbeat(pipeline=pipeline)  # the idle worker's expiry, which the next loop would send
             pipeline.execute()
         self._ferret_state_written = WorkerStatus.IDLE

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import fakeredis
 import pytest
 import redis
@@ -135,3 +137,22 @@ def test_a_success_is_saved_whole_and_only_ferret_jobs_skip_the_watch(client, cl
     # Ferret's: idle again, RQ's long expiry sent with the success (RQ's way
     # leaves the job's expiry, 180 + 60 s, until the loop's next heart-beat)
     assert client.ttl(worker.key) == (16 + 60 if lean else 180 + 60)
+
+
+def test_a_stop_signal_while_the_success_is_written_is_a_warm_shutdown(worker, client, monkeypatch):
+    queue = worker.queues[0]
+    worker.register_birth()
+    job = queue.enqueue_call(current_job_id)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # RQ re-arms handlers: keep pytest's
+    real_execute = redis.client.Pipeline.execute
+
+    def execute(pipe, *args, **kwargs):
+        if any("successful_job_count" in command for command, _ in pipe.command_stack):
+            worker.request_stop(signal.SIGTERM, None)  # SIGTERM lands as the success goes out
+        return real_execute(pipe, *args, **kwargs)
+
+    monkeypatch.setattr(redis.client.Pipeline, "execute", execute)
+    worker.execute_job(job, queue)  # an idle worker would raise StopRequested here
+    assert worker._stop_requested
+    assert job.get_status(refresh=True) == "finished"
+    assert worker.get_state() == "idle" and client.hget(worker.key, "state") == b"idle"
