@@ -23,7 +23,12 @@ whole. A round trip costs about as much as Ferret's fast-path pipeline, so:
   jobs are never the ``depends_on`` of another job, so there are none; and
   so a job's success is saved in one MULTI/EXEC without RQ's WATCH on the
   dependents key, with the worker's ``idle`` state and idle heart-beat (which
-  the loop would send next) in the same round trip.
+  the loop would send next) in the same round trip;
+- a worker that runs jobs in its own process (``SimpleWorker``) sends the
+  execution record, its ``busy`` state and the job's start in one
+  transaction (``OneTripJobStart``; RQ sends two, because its forking
+  worker splits them between parent and work horse), and the job's
+  ``last_heartbeat`` once (RQ writes the same field twice in a row).
 
 Nothing RQ or Ferret reads changes meaning: the worker key lives as long as
 before, ``last_heartbeat`` is at most ``COALESCE_SECONDS`` old, and the
@@ -35,6 +40,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rq.executions import Execution
 from rq.job import Job, _job_stack
 from rq.queue import Queue
 from rq.registry import StartedJobRegistry
@@ -131,3 +137,33 @@ class CoalescedBookkeeping:
         self._ferret_state_written = WorkerStatus.IDLE
         self.log.info("Successfully completed job %s in %ss on worker %s",  # type: ignore[attr-defined]
                       job.id, job.ended_at - job.started_at, self.name)  # type: ignore[attr-defined]
+
+
+class OneTripJobStart:
+    """Mixin for a worker that runs jobs in its own process (put it before
+    ``CoalescedBookkeeping``): RQ's two start-of-job transactions as one."""
+
+    execution: Execution | None
+
+    def prepare_execution(self, job: Job) -> Execution:
+        """The execution record, ``busy``, and what ``prepare_job_execution``
+        would send next (current job, heart-beats, the job's start), at once."""
+        with self.connection.pipeline() as pipeline:  # type: ignore[attr-defined]
+            heartbeat_ttl = self.get_heartbeat_ttl(job)  # type: ignore[attr-defined]
+            execution = Execution.create(job, heartbeat_ttl, pipeline=pipeline,
+                                         worker_name=self.name)  # type: ignore[attr-defined]
+            self.execution = execution
+            self.set_state(WorkerStatus.BUSY, pipeline=pipeline)  # type: ignore[attr-defined]
+            self.set_current_job_id(job.id, pipeline=pipeline)  # type: ignore[attr-defined]
+            self.set_current_job_working_time(0, pipeline=pipeline)  # type: ignore[attr-defined]
+            self.heartbeat(heartbeat_ttl, pipeline=pipeline)  # type: ignore[attr-defined]
+            job.prepare_for_execution(self.name, pipeline=pipeline)  # type: ignore[attr-defined]  # sets last_heartbeat
+            if len(self.queues) == 1:  # type: ignore[attr-defined]  # RQ's rule in perform_job
+                origin = Queue(job.origin, connection=self.connection)  # type: ignore[attr-defined]
+                pipeline.lrem(origin.intermediate_queue_key, 1, job.id)
+            pipeline.execute()
+        return execution
+
+    def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:
+        """Already sent by ``prepare_execution``, just before."""
+        self.procline(f"Processing {job.func_name} from {job.origin} since {time.time()}")  # type: ignore[attr-defined]

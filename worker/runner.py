@@ -27,7 +27,7 @@ from rq.serializers import JSONSerializer
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.settings import Settings
-from worker.bookkeeping import CoalescedBookkeeping, LeanJob, LeanQueue
+from worker.bookkeeping import CoalescedBookkeeping, LeanJob, LeanQueue, OneTripJobStart
 from worker.co_retrieval.applier import CoRetrievalApplier
 from worker.co_retrieval.wiring import co_retrieval_applier
 from worker.job import WorkerContext, init_context, lost_result, take_finished
@@ -95,7 +95,7 @@ class _Observed:
             self.ferret_co_retrieval.submit(result)
 
 
-class ObservedSimpleWorker(_Observed, CoalescedBookkeeping, SimpleWorker):
+class ObservedSimpleWorker(_Observed, OneTripJobStart, CoalescedBookkeeping, SimpleWorker):
     pass
 
 

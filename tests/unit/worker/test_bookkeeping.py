@@ -13,11 +13,34 @@ from rq.serializers import JSONSerializer
 from rq.suspension import resume, suspend
 
 from worker import bookkeeping
-from worker.bookkeeping import COALESCE_SECONDS, CoalescedBookkeeping, LeanJob, LeanQueue
+from worker.bookkeeping import COALESCE_SECONDS, CoalescedBookkeeping, LeanJob, LeanQueue, OneTripJobStart
 
 
 class LeanWorker(CoalescedBookkeeping, SimpleWorker):
     pass
+
+
+class OneTripWorker(OneTripJobStart, CoalescedBookkeeping, SimpleWorker):
+    pass
+
+
+def records_while_running() -> dict[str, object]:
+    """What Redis says about the running job, read from inside it."""
+    job = get_current_job()
+    assert job is not None and job.worker_name is not None
+    client = job.connection
+    worker_key = f"rq:worker:{job.worker_name}"
+    executions = client.zrange(f"rq:executions:{job.id}", 0, -1)
+    state, current, working = client.hmget(worker_key, ["state", "current_job", "current_job_working_time"])
+    return {
+        "job": {k: client.hget(job.key, k) is not None for k in ("last_heartbeat", "started_at", "worker_name")},
+        "status": job.get_status(refresh=True),
+        "in_started_registry": [key.split(":")[0] == job.id for key in job.started_job_registry.get_job_ids()],
+        "execution_hashes": [client.exists(f"rq:execution:{job.id}:{e.decode()}") for e in executions],
+        "worker": {"state": state.decode(), "current_job_is_this": current.decode() == job.id,
+                   "working_time": working.decode()},
+        "worker_expires": client.ttl(worker_key) > 0,
+    }
 
 
 def current_job_id() -> str:
@@ -156,3 +179,34 @@ def test_a_stop_signal_while_the_success_is_written_is_a_warm_shutdown(worker, c
     assert worker._stop_requested
     assert job.get_status(refresh=True) == "finished"
     assert worker.get_state() == "idle" and client.hget(worker.key, "state") == b"idle"
+
+
+def run_one_job(cls: type, client: fakeredis.FakeRedis, monkeypatch: pytest.MonkeyPatch,
+                queues: int) -> tuple[dict[str, object], list[int]]:
+    """One job through a burst worker: what it saw of Redis, and the size of each transaction sent."""
+    queue_list = [LeanQueue(f"{cls.__name__}{i}", connection=client, serializer=JSONSerializer)
+                  for i in range(queues)]
+    worker = cls(queue_list, connection=client, serializer=JSONSerializer, worker_ttl=16)
+    queue_list[0].enqueue_call(records_while_running)
+    sent: list[int] = []
+    real_execute = redis.client.Pipeline.execute
+    monkeypatch.setattr(redis.client.Pipeline, "execute",
+                        lambda pipe, *a, **kw: sent.append(len(pipe.command_stack)) or real_execute(pipe, *a, **kw))
+    assert worker.work(burst=True, with_scheduler=False)
+    monkeypatch.undo()
+    finished = queue_list[0].finished_job_registry.get_job_ids()
+    assert len(finished) == 1
+    assert client.llen(queue_list[0].intermediate_queue_key) == 0
+    job = LeanJob.fetch(finished[0], connection=client, serializer=JSONSerializer)
+    return job.return_value(), sent
+
+
+@pytest.mark.parametrize("queues", [1, 2], ids=["one-queue", "two-queues"])
+def test_a_job_starts_in_one_transaction_with_the_records_rq_writes_in_two(client, monkeypatch, queues):
+    one_trip, one_trip_sent = run_one_job(OneTripWorker, client, monkeypatch, queues)
+    rq_way, rq_sent = run_one_job(LeanWorker, client, monkeypatch, queues)
+    assert one_trip == rq_way
+    assert one_trip["status"] == "started" and one_trip["worker"]["state"] == "busy"
+    assert one_trip["worker"]["current_job_is_this"] and one_trip["execution_hashes"] == [1]
+    assert one_trip["in_started_registry"] == [True] and all(one_trip["job"].values())
+    assert len(one_trip_sent) == len(rq_sent) - 1  # one transaction fewer, nothing else changed
