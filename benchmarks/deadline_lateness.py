@@ -23,22 +23,18 @@ from pathlib import Path
 import redis
 from rq import Worker
 
-from ferret.bench.common import ROOT, private_redis
-from ferret.ingest import parse_memory_lines
+from ferret.bench.common import private_redis, sample_memories
 from ferret.settings import load_settings
 from producer.client import Producer
 from tests.fakes.nous_server import FakeNous
 
+ROOT = Path(__file__).resolve().parents[1]
 QUERY = "What's my BTC thesis and how did my last SOL trade go?"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--deadline", type=float, default=0.5)
-    args = parser.parse_args()
-    memories, _ = parse_memory_lines((ROOT / "ferret/data/sample_memories.jsonl").read_text().splitlines())
-    fake = FakeNous(memories)
+def measure_lateness(runs: int, deadline: float) -> dict[str, object]:
+    """Run ``runs`` compound jobs with one hung sub-query; how late each result was written."""
+    fake = FakeNous(sample_memories())
     fake.slow_terms, fake.delay = {"sol"}, 5.0
     with tempfile.TemporaryDirectory(prefix="ferret-late-") as home:
         server = private_redis(Path(home))
@@ -52,9 +48,10 @@ def main() -> None:
                 time.sleep(0.05)
             producer = Producer(client, load_settings(environ={"FERRET_REDIS__URL": server.url}))
             lateness, statuses = [], []
-            for _ in range(args.runs):
-                result = producer.wait(producer.enqueue({"query": QUERY, "deadline_seconds": args.deadline}), 30)
-                assert result is not None
+            for _ in range(runs):
+                result = producer.wait(producer.enqueue({"query": QUERY, "deadline_seconds": deadline}), 30)
+                if result is None or result.timestamps.finished_at is None:
+                    raise RuntimeError("no finished result within 30 s")
                 statuses.append(result.status)
                 lateness.append((result.timestamps.finished_at - result.timestamps.deadline_at) * 1000)
         finally:
@@ -62,8 +59,16 @@ def main() -> None:
             worker.wait()
             server.stop()
             fake.close()
-    report = {"runs": args.runs, "deadline_s": args.deadline, "statuses": {s: statuses.count(s) for s in set(statuses)},
-              "late_ms_median": round(statistics.median(lateness), 2), "late_ms_max": round(max(lateness), 2)}
+    return {"runs": runs, "deadline_s": deadline, "statuses": {s: statuses.count(s) for s in set(statuses)},
+            "late_ms_median": round(statistics.median(lateness), 2), "late_ms_max": round(max(lateness), 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--deadline", type=float, default=0.5)
+    args = parser.parse_args()
+    report = measure_lateness(args.runs, args.deadline)
     print(f"finished after the deadline: median {report['late_ms_median']} ms, max {report['late_ms_max']} ms "
           f"over {args.runs} jobs ({report['statuses']})")
     print(json.dumps(report))
