@@ -15,14 +15,17 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import redis
 from prometheus_client import start_http_server
 from rq import Queue, SimpleWorker, Worker
+from rq.exceptions import StopRequested
 from rq.job import Job
 from rq.serializers import JSONSerializer
+from rq.worker import WorkerStatus
 
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
@@ -48,6 +51,7 @@ class _Observed:
     ferret_backend: str
     ferret_co_retrieval: CoRetrievalApplier | None = None
     _ferret_last_reap = 0.0
+    _state: str
 
     def get_heartbeat_ttl(self, job: Job) -> int:
         """Short, so a killed worker is noticed within seconds (see worker.reaper)."""
@@ -69,6 +73,8 @@ class _Observed:
         try:
             for result in reap(self.ferret_context, self.queues):  # type: ignore[attr-defined]
                 self.ferret_metrics.record(result, self.ferret_backend)
+        except StopRequested:  # SIGTERM at an idle worker: RQ's way to stop, not a failure
+            raise
         except Exception:
             logger.exception("reaper pass failed")
 
@@ -78,7 +84,21 @@ class _Observed:
             return super().execute_job(job, queue)  # type: ignore[misc]
         finally:
             self.ferret_metrics.busy.set(0)
-            self._record(job)
+            with self._stop_deferred():
+                self._record(job)
+
+    @contextmanager
+    def _stop_deferred(self) -> Iterator[None]:
+        """Count the after-job recording as part of the job: RQ's handler
+        raises StopRequested at an idle worker, which an observer's
+        ``except Exception`` would swallow (the worker would keep serving);
+        at a busy one it asks the loop to stop after the job."""
+        state = self._state
+        self._state = WorkerStatus.BUSY
+        try:
+            yield
+        finally:
+            self._state = state
 
     def _record(self, job: Job) -> None:
         try:
