@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ferret.errors import InvalidRequest
 from ferret.settings import LimitSettings
-from worker.pipeline.records import Filters
+from worker.pipeline.records import Filters, encodable_text
 
 JOB_FUNCTION = "worker.job.run_retrieval"
 
@@ -57,7 +57,7 @@ class RetrievalRequest(BaseModel):
             raise ValueError("must not be empty")
         if _BAD_CONTROL.search(value):
             raise ValueError("must not contain NUL or control characters")
-        return value
+        return encodable_text(value)
 
     @field_validator("namespace")
     @classmethod

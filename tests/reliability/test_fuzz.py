@@ -12,7 +12,7 @@ import time
 import fakeredis
 import pytest
 from click.testing import CliRunner
-from hypothesis import Phase, given, settings
+from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
 from ferret.cli.main import cli
@@ -83,6 +83,8 @@ payloads = st.one_of(
 
 @settings(max_examples=300, phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
 @given(payloads)
+@example({"request": {"query": "BTC thesis"}, "enqueued_at": time.time(), "deadline_at": time.time() + 3600})
+@example({"request": {"query": "BTC \udc80"}, "enqueued_at": time.time(), "deadline_at": time.time() + 3600})
 def test_worker_always_ends_in_one_final_status_and_writes_only_its_keys(fake_context, payload):
     client, ctx = fake_context
     client.flushall()
@@ -91,8 +93,10 @@ def test_worker_always_ends_in_one_final_status_and_writes_only_its_keys(fake_co
     stored = ctx.results.read("fuzz-job")
     assert stored is not None and stored.status == result.status
     allowed = {b"ferret:result:fuzz-job", b"ferret:done:fuzz-job"}
+    cached = re.escape(f"ferret:ns:{result.namespace}:cache:".encode()) + rb"[0-9a-f]{40}"
     for key in client.keys("*"):
-        assert key in allowed or re.fullmatch(rb"ferret:trace:[0-9a-f]{32}", key), key
+        assert (key in allowed or re.fullmatch(rb"ferret:trace:[0-9a-f]{32}", key)
+                or (result.status == "ok" and re.fullmatch(cached, key))), key  # only an ok result is cached
         assert client.ttl(key) > 0, f"{key!r} has no TTL"
 
 

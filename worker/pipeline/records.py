@@ -24,6 +24,15 @@ class Section(enum.StrEnum):
     PROCEDURAL = "PROCEDURAL"
 
 
+def encodable_text(value: str) -> str:
+    """``value`` if it encodes as UTF-8; JSON escapes can carry lone surrogates, which do not."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"must be valid Unicode text (a lone surrogate at character {exc.start})") from None
+    return value
+
+
 class Memory(BaseModel):
     """One memory node, with Nous-compatible field names."""
 
@@ -46,6 +55,17 @@ class Memory(BaseModel):
         if any(ord(ch) < 32 for ch in value):
             raise ValueError("must not contain control characters")
         return value
+
+    @field_validator("id", "type", "subtype", "content_title", "content_body", "content_summary",
+                     "provenance_created_at", "temporal_event_time", "state_lifecycle")
+    @classmethod
+    def _encodable(cls, value: str | None) -> str | None:
+        return None if value is None else encodable_text(value)
+
+    @field_validator("cluster_ids")
+    @classmethod
+    def _encodable_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(encodable_text(v) for v in value)
 
     @model_validator(mode="after")
     def _has_text(self) -> Memory:
@@ -96,6 +116,16 @@ class Filters(BaseModel):
     lifecycle: str | None = None
     time_range: TimeRange | None = None
     cluster_ids: tuple[str, ...] | None = None
+
+    @field_validator("type", "subtype", "lifecycle")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        return None if value is None else encodable_text(value)
+
+    @field_validator("cluster_ids")
+    @classmethod
+    def _ids(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else tuple(encodable_text(v) for v in value)
 
     def without_subtype(self) -> Filters:
         return self.model_copy(update={"subtype": None})

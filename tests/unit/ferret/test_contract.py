@@ -13,6 +13,10 @@ LIMITS = LimitSettings()
         ({"query": ""}, "query"),
         ({"query": "   "}, "query"),
         ({"query": "a\x00b"}, "query"),
+        ({"query": "BTC \udc80"}, "query"),  # a lone surrogate, as a JSON escape can carry
+        ('{"query": "BTC \\udc80"}', "request"),  # JSON text: pydantic's parser refuses it as invalid JSON
+        ({"query": "q", "filters": {"subtype": "\ud800"}}, "filters.subtype"),
+        ({"query": "q", "filters": {"cluster_ids": ["c1", "\udfff"]}}, "filters.cluster_ids"),
         ({"query": "x" * 10_000_000}, "query"),
         ({}, "query"),
         ({"query": 5}, "query"),

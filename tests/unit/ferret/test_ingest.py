@@ -18,3 +18,16 @@ def test_malformed_lines_never_lose_good_ones():
     assert "not valid JSON" in str(errors[0]) and "line 2" in str(errors[0])
     assert errors[2].error.field == "id"
     assert "content_title" in str(errors[3])
+
+
+def test_a_lone_surrogate_is_refused_by_line_and_field():
+    # JSON escapes can carry half a surrogate pair; stored, it would break every result that holds it
+    lines = [
+        '{"id": "a", "content_title": "BTC", "content_body": "half a pair \\udc80"}',
+        '{"id": "b", "content_title": "SOL", "cluster_ids": ["\\ud800"]}',
+        '{"id": "c", "content_title": "a whole pair \\ud83d\\ude00"}',
+    ]
+    memories, errors = parse_memory_lines(lines)
+    assert [m.id for m in memories] == ["c"]
+    assert [(e.line, e.error.field) for e in errors] == [(1, "content_body"), (2, "cluster_ids")]
+    assert "lone surrogate" in str(errors[0])
