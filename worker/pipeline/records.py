@@ -33,6 +33,14 @@ def encodable_text(value: str) -> str:
     return value
 
 
+def _encodable_or_none(value: str | None) -> str | None:
+    return None if value is None else encodable_text(value)
+
+
+def _encodable_ids(value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(encodable_text(v) for v in value)
+
+
 class Memory(BaseModel):
     """One memory node, with Nous-compatible field names."""
 
@@ -56,16 +64,9 @@ class Memory(BaseModel):
             raise ValueError("must not contain control characters")
         return value
 
-    @field_validator("id", "type", "subtype", "content_title", "content_body", "content_summary",
-                     "provenance_created_at", "temporal_event_time", "state_lifecycle")
-    @classmethod
-    def _encodable(cls, value: str | None) -> str | None:
-        return None if value is None else encodable_text(value)
-
-    @field_validator("cluster_ids")
-    @classmethod
-    def _encodable_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(encodable_text(v) for v in value)
+    _encodable = field_validator("id", "type", "subtype", "content_title", "content_body", "content_summary",
+                                 "provenance_created_at", "temporal_event_time", "state_lifecycle")(_encodable_or_none)
+    _encodable_ids = field_validator("cluster_ids")(_encodable_ids)
 
     @model_validator(mode="after")
     def _has_text(self) -> Memory:
@@ -117,15 +118,8 @@ class Filters(BaseModel):
     time_range: TimeRange | None = None
     cluster_ids: tuple[str, ...] | None = None
 
-    @field_validator("type", "subtype", "lifecycle")
-    @classmethod
-    def _text(cls, value: str | None) -> str | None:
-        return None if value is None else encodable_text(value)
-
-    @field_validator("cluster_ids")
-    @classmethod
-    def _ids(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        return None if value is None else tuple(encodable_text(v) for v in value)
+    _encodable = field_validator("type", "subtype", "lifecycle")(_encodable_or_none)
+    _encodable_ids = field_validator("cluster_ids")(_encodable_ids)
 
     def without_subtype(self) -> Filters:
         return self.model_copy(update={"subtype": None})
