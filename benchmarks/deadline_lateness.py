@@ -23,7 +23,7 @@ from pathlib import Path
 import redis
 from rq import Worker
 
-from ferret.bench.common import private_redis, sample_memories
+from ferret.bench.common import STOP_SECONDS, private_redis, sample_memories, wait_or_kill
 from ferret.settings import load_settings
 from producer.client import Producer
 from tests.fakes.nous_server import FakeNous
@@ -56,7 +56,7 @@ def measure_lateness(runs: int, deadline: float) -> dict[str, object]:
                 lateness.append((result.timestamps.finished_at - result.timestamps.deadline_at) * 1000)
         finally:
             worker.terminate()
-            worker.wait()
+            wait_or_kill(worker, STOP_SECONDS, "the worker did not stop on SIGTERM")
             server.stop()
             fake.close()
     return {"runs": runs, "deadline_s": deadline, "statuses": {s: statuses.count(s) for s in set(statuses)},

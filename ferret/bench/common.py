@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 from importlib import resources
 from pathlib import Path
 
@@ -33,6 +34,19 @@ def sample_memories() -> list[Memory]:
     text = resources.files("ferret.data").joinpath("sample_memories.jsonl").read_text()
     memories, _ = parse_memory_lines(text.splitlines())
     return memories
+
+
+STOP_SECONDS = 30  # a worker's warm shut-down finishes the job in hand first
+
+
+def wait_or_kill(process: subprocess.Popen[bytes], seconds: float, what: str) -> None:
+    """Wait for a worker process; a stuck one is killed and fails the bench instead of hanging it."""
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise RuntimeError(f"{what} within {seconds:g} s (pid {process.pid}); killed") from None
 
 
 def write_json(path: Path | None, data: object) -> None:

@@ -30,7 +30,7 @@ from rq import Queue, Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from ferret.bench.common import private_redis, sample_memories, summary_ms
+from ferret.bench.common import STOP_SECONDS, private_redis, sample_memories, summary_ms, wait_or_kill
 from ferret.settings import load_settings
 from producer.client import Producer
 from worker.backends.local import MemoryStore
@@ -42,7 +42,6 @@ COMPOUND = ("What's my BTC thesis and how did my last SOL trade go?", "BTC and S
 NOOP = "ferret.bench.noop.noop"
 NO_CACHE = {"FERRET_CACHE__ENABLED": "false", "FERRET_CACHE__COALESCE": "false"}
 DRAIN_SECONDS = 600  # a burst worker's whole round
-STOP_SECONDS = 30  # a warm shut-down finishes the job in hand first
 _RAW_WORKER = ("import sys, redis; from rq import SimpleWorker, Queue; from rq.serializers import JSONSerializer;"
                "c = redis.Redis.from_url(sys.argv[1]); SimpleWorker([Queue('raw', connection=c, "
                "serializer=JSONSerializer)], connection=c, serializer=JSONSerializer)"
@@ -69,7 +68,7 @@ class Bench:
 
     def _drain(self, kind: str, workers: int) -> None:
         for process in [self._worker(kind, burst=True) for _ in range(workers)]:
-            _wait_or_kill(process, DRAIN_SECONDS, f"a burst {kind} worker did not finish")
+            wait_or_kill(process, DRAIN_SECONDS, f"a burst {kind} worker did not finish")
 
     def raw_throughput(self, jobs: int, workers: int) -> float:
         queued = [self.raw_queue.enqueue_call(NOOP, args=({"i": i},), result_ttl=600) for i in range(jobs)]
@@ -102,7 +101,7 @@ class Bench:
             for process in processes:
                 process.terminate()
             for process in processes:
-                _wait_or_kill(process, STOP_SECONDS, f"a {kind} worker did not stop on SIGTERM")
+                wait_or_kill(process, STOP_SECONDS, f"a {kind} worker did not stop on SIGTERM")
 
     def raw_latency(self, runs: int, workers: int) -> list[float]:
         def run() -> list[float]:
@@ -126,16 +125,6 @@ class Bench:
                 times.append(time.perf_counter() - start)
             return times
         return self._with_idle_workers("ferret", workers, run)
-
-
-def _wait_or_kill(process: subprocess.Popen[bytes], seconds: float, what: str) -> None:
-    """Wait for a worker process; a stuck one is killed and fails the bench."""
-    try:
-        process.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise RuntimeError(f"{what} within {seconds:g} s (pid {process.pid}); killed") from None
 
 
 def _row(rates: list[float], latencies: list[float]) -> dict[str, Any]:
