@@ -19,18 +19,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import redis
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 
 from ferret.errors import ConfigError
+from ferret.redis_retry import PatientRetry
 from ferret.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 _START_TIMEOUT_SECONDS = 10.0
-RECONNECT_ATTEMPTS = 8  # 0.05 s doubling to 2 s: about 10 s in all
 
 
 def redis_server_binary() -> str:
@@ -44,14 +43,28 @@ def redis_server_binary() -> str:
     return REDIS_SERVER_PATH
 
 
+_SECRET_PARAMS = ("password", "pass", "passwd", "secret", "token")
+
+
 def redacted(url: str) -> str:
-    """The URL with any password replaced, for logs and errors."""
-    if "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1) if "://" in url else ("", url)
-    credentials, host = rest.rsplit("@", 1)
-    user = credentials.split(":", 1)[0] if ":" in credentials else ""
-    return f"{scheme}://{user}:***@{host}" if scheme else f"{user}:***@{host}"
+    """The URL with every password replaced, for logs and errors: the one in
+    the user-info part and any query parameter that carries one
+    (``?password=...`` is accepted by redis-py)."""
+    if "://" not in url:  # not a URL redis-py takes: show it only if it cannot hold a secret
+        return url if "@" not in url and "pass" not in url.lower() else "<unparsable URL>"
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            credentials, host = netloc.rsplit("@", 1)
+            user = credentials.split(":", 1)[0]
+            netloc = f"{user}:***@{host}" if ":" in credentials else f"***@{host}"
+        query = urlencode([(key, "***" if key.lower() in _SECRET_PARAMS else value)
+                           for key, value in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
+        shown = f"{parts.scheme}://{netloc}{parts.path}"
+        return shown + (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment else "")
+    except ValueError:  # not even a URL: show nothing of it
+        return "<unparsable URL>"
 
 
 class EmbeddedRedis:
@@ -115,14 +128,10 @@ class EmbeddedRedis:
 
 def client_for(url: str) -> redis.Redis:
     """A client for ``url`` (raw bytes, as RQ needs), with health checks, that
-    rides out a Redis restart: connection errors are retried with backoff for
-    about ten seconds before they surface."""
+    rides out a Redis restart (connection errors retried for about ten
+    seconds) and waits while Redis is out of memory (see ``ferret.redis_retry``)."""
     try:
-        return redis.Redis.from_url(
-            url, health_check_interval=30,
-            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), RECONNECT_ATTEMPTS),
-            retry_on_error=[redis.ConnectionError, redis.TimeoutError],
-        )
+        return redis.Redis.from_url(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
     except ValueError as exc:
         raise ConfigError(f"invalid redis URL {redacted(url)}: {exc}") from exc
 

@@ -1,0 +1,107 @@
+"""How Ferret's Redis clients ride out trouble on the Redis side.
+
+- A connection fault (Redis restarting, a dropped socket) is retried with
+  exponential backoff for about ten seconds, then raised.
+- Redis out of memory (``maxmemory`` with ``noeviction``) refuses a write
+  before running it, so the same command is safe to send again: it is
+  retried with backoff until Redis has room, however long that takes. A
+  worker or a batch producer waits instead of crashing; ``ferret batch``
+  finishes by itself when memory comes back. Each episode is logged once
+  when it starts and once when it ends, per client.
+
+A watched transaction (``WATCH``) is not resent blindly: as for a dropped
+connection, redis-py raises ``WatchError`` and the caller retries it whole.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from redis.backoff import AbstractBackoff, ExponentialBackoff
+from redis.exceptions import ConnectionError, OutOfMemoryError, TimeoutError
+from redis.retry import Retry
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+RECONNECT_ATTEMPTS = 8  # 0.05 s doubling to 2 s: about 10 s in all
+OUT_OF_MEMORY_PAUSE_CAP_SECONDS = 1.0
+
+
+class _Episode:
+    """Whether Redis is out of memory as this client last saw it (for logging once)."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.since: float | None = None
+        self.lock = threading.Lock()
+
+    def full(self) -> None:
+        with self.lock:
+            if self.since is not None:
+                return
+            self.since = time.monotonic()
+        logger.warning("Redis at %s is out of memory (maxmemory); waiting for room and retrying", self.where)
+
+    def room(self) -> None:
+        with self.lock:
+            if self.since is None:
+                return
+            waited, self.since = time.monotonic() - self.since, None
+        logger.warning("Redis at %s has room again after %.1f s; carrying on", self.where, waited)
+
+
+class PatientRetry(Retry):
+    """redis-py's ``Retry`` for connection faults, and no limit for out-of-memory refusals."""
+
+    def __init__(self, where: str, backoff: AbstractBackoff | None = None,
+                 retries: int = RECONNECT_ATTEMPTS, episode: _Episode | None = None) -> None:
+        super().__init__(backoff or ExponentialBackoff(cap=2.0, base=0.05), retries,
+                         (ConnectionError, TimeoutError, OutOfMemoryError))
+        self._episode = episode or _Episode(where)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PatientRetry:
+        """redis-py copies the retry into every connection: they share one episode."""
+        return PatientRetry(self._episode.where, copy.deepcopy(self._backoff, memo), self._retries, self._episode)
+
+    def call_with_retry(self, do: Callable[[], T], fail: Callable[..., Any],
+                        is_retryable: Callable[[Exception], bool] | None = None,
+                        with_failure_count: bool = False) -> T:
+        self._backoff.reset()
+        failures = refusals = 0
+        while True:
+            try:
+                answer = do()
+            except OutOfMemoryError as error:
+                refusals += 1
+                self._episode.full()
+                _call_fail(fail, error, 1, with_failure_count)  # raises WatchError inside a WATCH
+                time.sleep(min(OUT_OF_MEMORY_PAUSE_CAP_SECONDS, 0.05 * 2 ** min(refusals, 8)))
+                continue
+            except self._supported_errors as error:
+                if is_retryable and not is_retryable(error):
+                    raise
+                failures += 1
+                _call_fail(fail, error, failures, with_failure_count)
+                if 0 <= self._retries < failures:
+                    raise
+                pause = self._backoff.compute(failures)
+                if pause > 0:
+                    time.sleep(pause)
+                continue
+            if refusals:
+                self._episode.room()
+            return answer
+
+
+def _call_fail(fail: Callable[..., Any], error: Exception, failures: int, with_failure_count: bool) -> None:
+    if with_failure_count:
+        fail(error, failures)
+    else:
+        fail(error)
