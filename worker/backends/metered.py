@@ -2,7 +2,9 @@
 
 The notes go into the job's stats (a short list, one entry per call), from
 which the worker process records backend metrics. Outcomes: ``ok``,
-``timeout``, ``error``.
+``timeout``, ``error``. A call still running when the job reads its notes
+(abandoned at the deadline) when the job settles them is noted as a ``timeout`` of the time it had
+run; should it end later, its late note is not added.
 """
 
 from __future__ import annotations
@@ -24,27 +26,51 @@ class MeteredBackend:
     def __init__(self, inner: Backend) -> None:
         self.inner = inner
         self.name = inner.name
-        self.calls: list[tuple[str, str, float]] = []  # (operation, outcome, seconds)
+        self._notes: list[tuple[str, str, float]] = []  # (operation, outcome, seconds)
+        self._running: dict[int, tuple[str, float]] = {}  # call number -> (operation, started)
+        self._count = 0
+        self._closed = False
         self._lock = threading.Lock()
 
-    def _note(self, operation: str, outcome: str, started: float) -> None:
+    def settle(self) -> list[tuple[str, str, float]]:
+        """Every call's note, once the job is done with the backend: calls
+        still running count as timeouts, and no note is added after this."""
+        now = time.perf_counter()
         with self._lock:
-            self.calls.append((operation, outcome, time.perf_counter() - started))
+            self._closed = True
+            return [*self._notes, *((op, "timeout", now - started) for op, started in self._running.values())]
+
+    def _start(self, operation: str) -> tuple[int, float]:
+        started = time.perf_counter()
+        with self._lock:
+            self._count += 1
+            self._running[self._count] = (operation, started)
+            return self._count, started
+
+    def _note(self, call: tuple[int, float], operation: str, outcome: str) -> None:
+        number, started = call
+        with self._lock:
+            if self._running.pop(number, None) is not None and not self._closed:
+                self._notes.append((operation, outcome, time.perf_counter() - started))
 
     def search(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
-        started = time.perf_counter()
+        call = self._start("search")
         try:
             hits = self.inner.search(query, limit, filters, timeout=timeout)
         except Exception as exc:
-            self._note("search", outcome_of(exc), started)
+            self._note(call, "search", outcome_of(exc))
             raise
-        self._note("search", "ok", started)
+        self._note(call, "search", "ok")
         return hits
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
-        started = time.perf_counter()
-        answer = self.inner.classify(query, timeout=timeout)
-        self._note("classify", "ok" if answer is not None else "error", started)
+        call = self._start("classify")
+        try:
+            answer = self.inner.classify(query, timeout=timeout)
+        except Exception as exc:
+            self._note(call, "classify", outcome_of(exc))
+            raise
+        self._note(call, "classify", "ok" if answer is not None else "error")
         return answer
 
     def close(self) -> None:

@@ -33,3 +33,8 @@ class Budget:
     def cap(self, seconds: float) -> float:
         """The smaller of ``seconds`` and what is left, never below zero."""
         return max(0.0, min(seconds, self.remaining()))
+
+    def within(self, seconds: float) -> Budget:
+        """A budget that ends at this one's deadline or ``seconds`` from now, whichever is first."""
+        limit = self.clock() + seconds
+        return Budget(limit if self.deadline is None else min(self.deadline, limit), self.clock)

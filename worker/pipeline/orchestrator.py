@@ -3,17 +3,22 @@
 classify -> decompose -> complexity -> parallel search with quality gate ->
 merge & select -> replace weak -> optional re-rank -> format. Each stage gets a span. Stages that
 do not fit in the budget are skipped and recorded; the result is then
-``partial``. A failing sub-query yields no hits, not a failed job; only when
+``partial``. The retrieval stages share one budget: ``timeout_seconds`` for
+the whole orchestration, or the job's deadline when that comes first; every
+backend call runs on the search pool and is abandoned when that budget ends,
+whatever the backend does with its own timeout. The opt-in re-rank has its
+own timeout and is bounded by the job's deadline alone. A failing sub-query yields no hits, not a failed job; only when
 every search failed on the backend is the error raised.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from ferret.errors import BackendError, RerankFailed
+from ferret.errors import BackendError, BackendUnavailable, RerankFailed
 from ferret.settings import PipelineSettings
 from worker.backends.base import Backend
 from worker.backends.metered import MeteredBackend
@@ -24,7 +29,7 @@ from worker.pipeline.complexity import Complexity, Route, evaluate_complexity
 from worker.pipeline.decompose import Decomposition, decompose
 from worker.pipeline.formatting import estimate_tokens, format_context
 from worker.pipeline.merge import merge_and_select
-from worker.pipeline.parallel import TimedOut, run_parallel
+from worker.pipeline.parallel import TimedOut, call_with_timeout, run_parallel
 from worker.pipeline.records import NO_FILTERS, Filters, Hit, SubQueryOutcome
 from worker.pipeline.replace import replace_weak
 from worker.pipeline.rerank import Reranking, blend
@@ -32,8 +37,12 @@ from worker.pipeline.tracing import NoopTracer, Tracer
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 # Below this much time left, optional stages (retry, replacement) are skipped.
 MIN_STAGE_SECONDS = 0.005
+# A call bounded inside a task that is itself bounded ends this long before it.
+NESTED_RESERVE_SECONDS = 0.02
 # The re-rank call stops this long before the deadline, leaving time to format and write.
 RERANK_RESERVE_SECONDS = 0.1
 
@@ -93,7 +102,8 @@ class _Run:
         self.backend = MeteredBackend(backend)
         self.settings = settings
         self.filters = filters
-        self.budget = budget
+        self.job_budget = budget  # the job's deadline: bounds the re-rank
+        self.budget = budget.within(settings.timeout_seconds)  # the orchestration's: bounds retrieval
         self.tracer = tracer
         self.record_query = record_query
         self.stats = PipelineStats()
@@ -109,9 +119,25 @@ class _Run:
     def timed(self, stage: str, span: Any) -> None:
         self.stats.stage_ms[stage] = round(span.duration_ms, 3)
 
+    def bounded(self, call: Callable[[], T], reserve: float = 0.0) -> T | None:
+        """``call()`` on the search pool, or None (and a partial result) when
+        the budget, less ``reserve``, ends first; the call's own exception is raised."""
+        answer = call_with_timeout(call, self.budget.remaining() - reserve)
+        if isinstance(answer, TimedOut):
+            self.partial = True
+            return None
+        return answer
+
+    def search(self, query: str, limit: int, filters: Filters, reserve: float = 0.0) -> list[Hit]:
+        """One backend search bounded by the budget: no hits if it has not answered in time."""
+        timeout = self.budget.cap(self.settings.timeout_seconds)
+        hits = self.bounded(lambda: self.backend.search(query, limit, filters, timeout=timeout), reserve)
+        return hits if hits is not None else []
+
 
 def _remote_classification(run: _Run, local: Classification) -> Classification:
-    remote = run.backend.classify(run.query, timeout=run.budget.cap(run.settings.timeout_seconds))
+    timeout = run.budget.cap(run.settings.timeout_seconds)
+    remote = run.bounded(lambda: run.backend.classify(run.query, timeout=timeout))
     if remote is None:
         run.stats.remote_classifier = "failed"
         return local
@@ -169,8 +195,8 @@ def _search_one(run: _Run, index: int, query: str, plan: _Plan, parent: str | No
             if reformulation is None or not budget.has(MIN_STAGE_SECONDS):
                 break
             logger.info("stage=quality_gate retrying weak sub-query %d", index)
-            extra = run.backend.search(reformulation, plan.limit, run.filters.without_subtype(),
-                                       timeout=budget.cap(settings.timeout_seconds))
+            # Bounded inside the sub-query's own task, a little early: a hung retry keeps the first hits.
+            extra = run.search(reformulation, plan.limit, run.filters.without_subtype(), NESTED_RESERVE_SECONDS)
             hits = list(quality_gate.merge_by_id(hits, extra))
             retried = True
         span.set(hits=len(hits), top_score=max((h.score for h in hits), default=0.0), retried=retried,
@@ -204,7 +230,9 @@ def _search(run: _Run, plan: _Plan) -> list[SubQueryOutcome]:
         run.stats.retries = sum(o.retried for o in outcomes)
         span.set(errors=len(errors), timeouts=run.stats.sub_query_timeouts, retries=run.stats.retries)
     run.timed("search", span)
-    if errors and len(errors) == len(parts):
+    if len(errors) + run.stats.sub_query_timeouts == len(parts):  # not one search answered
+        if not errors:
+            raise BackendUnavailable(run.backend.name, "every search timed out at the job's deadline")
         first = errors[0]
         raise first if isinstance(first, BackendError) else BackendError(run.backend.name, str(first))
     return outcomes
@@ -217,7 +245,7 @@ def _replace(run: _Run, merged: tuple[Hit, ...]) -> tuple[Hit, ...]:
         return merged
 
     def search(query: str, limit: int) -> list[Hit]:
-        return run.backend.search(query, limit, run.filters, timeout=run.budget.cap(settings.timeout_seconds))
+        return run.search(query, limit, run.filters)
 
     with run.tracer.span("replace") as span:
         outcome = replace_weak(merged, search, floor=settings.replacement_floor,
@@ -251,14 +279,14 @@ def _rerank(run: _Run, hits: tuple[Hit, ...], plan: _Plan, requested: bool) -> t
     if len(hits) < 2:
         run.stats.rerank = "too_few"
         return hits
-    if not run.budget.has(settings.min_seconds_left + RERANK_RESERVE_SECONDS):
+    if not run.job_budget.has(settings.min_seconds_left + RERANK_RESERVE_SECONDS):
         run.stats.rerank = "deadline"
         run.stats.skipped_stages.append("rerank")
         return hits
     candidates = hits[: settings.top_k]
     with run.tracer.span("rerank", candidates=len(candidates)) as span:
         try:
-            timeout = min(settings.timeout_seconds, run.budget.remaining() - RERANK_RESERVE_SECONDS)
+            timeout = min(settings.timeout_seconds, run.job_budget.remaining() - RERANK_RESERVE_SECONDS)
             scores = reranking.scorer.score(run.query, candidates, timeout)
         except RerankFailed as exc:
             logger.warning("stage=rerank falling back to the original order: %s", exc)
@@ -274,7 +302,7 @@ def _rerank(run: _Run, hits: tuple[Hit, ...], plan: _Plan, requested: bool) -> t
 
 
 def _finish(run: _Run, hits: tuple[Hit, ...], sub_queries: tuple[str, ...]) -> PipelineResult:
-    run.stats.backend_calls = [(op, outcome, round(seconds, 6)) for op, outcome, seconds in run.backend.calls]
+    run.stats.backend_calls = [(op, outcome, round(seconds, 6)) for op, outcome, seconds in run.backend.settle()]
     with run.tracer.span("format", hits=len(hits)) as span:
         context = format_context(hits, run.settings.max_context_tokens)
         run.stats.context_tokens = estimate_tokens(context)
@@ -287,8 +315,7 @@ def _single_search(run: _Run) -> PipelineResult:
     """The off switch: one search, formatted, nothing else."""
     settings = run.settings
     with run.tracer.span("search", sub_queries=1) as span:
-        hits = run.backend.search(run.query, settings.search_limit_per_query, run.filters,
-                                  timeout=run.budget.cap(settings.timeout_seconds))
+        hits = run.search(run.query, settings.search_limit_per_query, run.filters)
     run.timed("search", span)
     run.stats.sub_queries = [run.query]
     ranked = tuple(sorted(hits, key=lambda h: (-h.score, h.id))[: settings.max_results])
@@ -327,7 +354,7 @@ def run_pipeline(
     try:
         outcomes = _search(run, plan)
     except BackendError as exc:
-        exc.calls = list(run.backend.calls)
+        exc.calls = run.backend.settle()
         raise
     run.stats.candidates = sum(len(o.hits) for o in outcomes)
     with run.tracer.span("merge") as span:

@@ -1,7 +1,8 @@
 """Stage 4 helper: run sub-query searches in parallel under a timeout.
 
-The only place Ferret uses threads. One task runs inline (no pool). The pool
-is created once per process (and again after a fork); tasks still running at
+The only place Ferret uses threads. Every backend call of a job runs on the
+pool, so that none can hold the job past its budget. The pool is created once
+per process (and again after a fork); tasks still running at
 the timeout are abandoned, not waited for: their own backend timeouts end
 them.
 """
@@ -44,12 +45,10 @@ TIMED_OUT = TimedOut()
 def run_parallel(
     tasks: Sequence[Callable[[], T]], timeout: float
 ) -> list[T | TimedOut | BaseException]:
-    """Run ``tasks``; each slot holds a result, the exception raised, or TIMED_OUT."""
-    if len(tasks) == 1:
-        try:
-            return [tasks[0]()]
-        except Exception as exc:
-            return [exc]
+    """Run ``tasks``; each slot holds a result, the exception raised, or TIMED_OUT.
+
+    A lone task runs on the pool too: only then can a backend call that
+    ignores its own timeout be abandoned at the deadline."""
     futures: list[Future[T]] = [_executor().submit(task) for task in tasks]
     wait(futures, timeout=max(timeout, 0.0))
     slots: list[T | TimedOut | BaseException] = []
