@@ -23,8 +23,8 @@ Status = Literal["ok", "partial", "expired", "failed"]
 FINAL_STATUSES: tuple[str, ...] = ("ok", "partial", "expired", "failed")
 QUEUES: tuple[str, ...] = ("prefetch", "batch")
 
-NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # fullmatch: "$" would let a trailing newline in
+REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 _BAD_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -62,14 +62,14 @@ class RetrievalRequest(BaseModel):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not NAMESPACE_PATTERN.match(value):
+        if not NAMESPACE_PATTERN.fullmatch(value):
             raise ValueError("use letters, digits, '_', '.', '-' (starting with a letter or digit)")
         return value
 
     @field_validator("request_id")
     @classmethod
     def _request_id(cls, value: str | None) -> str | None:
-        if value is not None and not REQUEST_ID_PATTERN.match(value):
+        if value is not None and not REQUEST_ID_PATTERN.fullmatch(value):
             raise ValueError("use letters, digits, '_', '.', ':', '-' (starting with a letter or digit)")
         return value
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Any
 
 import redis
 
 from ferret.contract import RetrievalRequest, RetrievalResult
+from ferret.job_ids import job_id_for
 from ferret.settings import Settings
 from worker.job import WorkerContext, execute, init_context
 
@@ -21,6 +21,6 @@ def run_in_process(client: redis.Redis, settings: Settings, request: RetrievalRe
     now = time.time()
     payload = {"request": request.model_dump(mode="json", exclude_none=True),
                "enqueued_at": now, "deadline_at": now + deadline}
-    result = execute(ctx, payload, "run-" + uuid.uuid4().hex)
+    result = execute(ctx, payload, job_id_for(request.namespace, None))
     trace = ctx.results.trace(result.trace_id) if result.trace_id else None
     return result, trace or {"trace_id": result.trace_id, "spans": []}

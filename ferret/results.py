@@ -2,7 +2,9 @@
 
 The worker writes a final result, its trace and a "done" token in one Lua
 script: the first final result for a job wins (a job re-run after a crash
-cannot replace it), and every key gets a TTL. Waiters block on the done list
+cannot replace it), a trace id already holding another job's trace is never
+overwritten (nothing is written and the caller picks a new id), and every
+key gets a TTL. Waiters block on the done list
 (BLPOP) instead of polling, and put the token back for other waiters.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from enum import IntEnum
 from typing import Any
 
 import redis
@@ -21,6 +24,8 @@ from ferret.contract import RetrievalResult
 WAIT_SLICE_SECONDS = 2.0
 
 _WRITE_ONCE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if ARGV[2] ~= '' and redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
   if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[4]) end
   redis.call('DEL', KEYS[3])
@@ -33,6 +38,12 @@ return 0
 """
 
 
+class WriteOutcome(IntEnum):
+    ALREADY_FINAL = 0  # a result was there: nothing written
+    WRITTEN = 1
+    TRACE_TAKEN = 2  # the trace id holds another job's trace: nothing written
+
+
 class ResultStore:
     def __init__(self, client: redis.Redis, result_ttl: int = 86_400, trace_ttl: int = 86_400) -> None:
         self.client = client
@@ -41,9 +52,9 @@ class ResultStore:
         self._write_once = client.register_script(_WRITE_ONCE)
 
     def write(self, result: RetrievalResult, trace: dict[str, Any] | None,
-              cache: tuple[str, bytes, int] | None = None) -> bool:
+              cache: tuple[str, bytes, int] | None = None) -> WriteOutcome:
         """Store a final result (and trace, and a cache entry), in one call;
-        False if a result was already there (then nothing is written)."""
+        nothing is written when a result is already there or the trace id is taken."""
         trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
         cache_key, cache_value, cache_ttl = cache or (keys.trace("none"), b"", 1)
         written = self._write_once(
@@ -51,7 +62,7 @@ class ResultStore:
             args=[result.model_dump_json(), to_json(trace) if trace else b"",
                   self.result_ttl, self.trace_ttl, cache_value, cache_ttl],
         )
-        return bool(written)
+        return WriteOutcome(int(written))
 
     def read(self, job_id: str) -> RetrievalResult | None:
         raw = self.client.get(keys.result(job_id))

@@ -4,14 +4,14 @@ Requests are validated here before anything reaches Redis (and again by the
 worker). Jobs are JSON on the queue, never pickle. The same ``request_id``
 in the same namespace is one job: its job id is derived from the pair, and
 enqueueing it again returns the existing job unless that job was lost (no
-job and no result), in which case it is enqueued again.
+Ferret result, and no RQ job that can still run: none at all, or one RQ
+ended as failed, stopped, cancelled or finished), in which case it is
+enqueued again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +25,12 @@ from ferret import keys
 from ferret.cache import cache_key, inflight_key
 from ferret.contract import JOB_FUNCTION, RetrievalRequest, RetrievalResult, parse_request
 from ferret.errors import JobNotFound
+from ferret.job_ids import job_id_for
 from ferret.results import ResultStore
 from ferret.settings import Settings
 from worker.pipeline.tracing import new_trace_id
+
+_ENDED_RQ_STATES = frozenset({"finished", "failed", "stopped", "canceled"})
 
 
 @dataclass(frozen=True)
@@ -39,13 +42,6 @@ class JobHandle:
     trace_id: str
     duplicate: bool = False
     coalesced: bool = False  # joined an identical prefetch request already in flight
-
-
-def job_id_for(namespace: str, request_id: str | None) -> str:
-    if request_id is None:
-        return "fr-" + uuid.uuid4().hex
-    digest = hashlib.sha256(f"{namespace}\0{request_id}".encode()).hexdigest()[:32]
-    return "fr-" + digest
 
 
 class Producer:
@@ -66,14 +62,24 @@ class Producer:
     def _job_exists(self, job_id: str) -> bool:
         return Job.exists(job_id, connection=self.client)
 
+    def _job_live(self, job_id: str) -> bool:
+        """Whether RQ may still run the job: it exists and has not ended in
+        RQ's sense. A job RQ ended (failed, stopped, cancelled, or even
+        finished) without a Ferret result will never write one: it is lost."""
+        status = self.client.hget(Job.key_for(job_id), "status")
+        if status is None:
+            return self._job_exists(job_id)  # no status field: an old or odd hash; count it while it exists
+        text = status.decode(errors="replace") if isinstance(status, bytes) else str(status)
+        return text not in _ENDED_RQ_STATES
+
     def _existing(self, request: RetrievalRequest, job_id: str) -> JobHandle | None:
         raw = self.client.get(keys.request_job(request.namespace, request.request_id or ""))
         if raw is None:
             return None
         trace_id = raw.decode() if isinstance(raw, bytes) else str(raw)
-        if self._job_exists(job_id) or self.results.exists(job_id):
+        if self.results.exists(job_id) or self._job_live(job_id):
             return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
-        return None  # claimed but lost (producer died before enqueueing): enqueue again
+        return None  # claimed but lost (never enqueued, or ended by RQ with no result): enqueue again
 
     def enqueue(self, request: RetrievalRequest | dict[str, Any]) -> JobHandle:
         """Validate and enqueue; raises InvalidRequest naming the bad field."""
@@ -89,6 +95,8 @@ class Producer:
                 if existing is not None:
                     return existing
                 self.client.set(claim, trace_id, ex=ttl)
+            elif self.results.exists(job_id):  # a final result outlived its claim: it is still the answer
+                return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
         version = int(self.client.get(keys.memory_version(request.namespace)) or 0)
         if request.request_id is None and request.queue == "prefetch" and self.settings.cache.coalesce:
             joined = self._coalesce(request, job_id, version, deadline)

@@ -35,14 +35,15 @@ from ferret.contract import (
     parse_request,
 )
 from ferret.errors import BackendError, FerretError, InvalidRequest
-from ferret.results import ResultStore
+from ferret.job_ids import binds
+from ferret.results import ResultStore, WriteOutcome
 from ferret.settings import CoRetrievalSettings, Settings, load_settings
 from worker.backends.factory import Backends, build_backends
 from worker.llm.reranker import LLMScorer
 from worker.pipeline.budget import Budget
 from worker.pipeline.orchestrator import run_pipeline
 from worker.pipeline.rerank import Reranking
-from worker.pipeline.tracing import Span, SpanCollector, new_span_id
+from worker.pipeline.tracing import Span, SpanCollector, new_span_id, new_trace_id
 from worker.results_builder import fit_result, result_items
 
 logger = logging.getLogger(__name__)
@@ -99,8 +100,11 @@ def init_context(settings: Settings, client: redis.Redis) -> WorkerContext:
 
 
 def _get_context(connection: redis.Redis | None) -> WorkerContext:
+    """This process's context; a forked work horse builds its own clients
+    from the settings its parent was started with (never the environment's
+    defaults: ``ferret --config FILE worker`` must mean the same in both classes)."""
     if _context is None or _context.name.rsplit(":", 1)[1] != str(os.getpid()):
-        settings = load_settings()
+        settings = _context.settings if _context is not None else load_settings()
         if connection is None:
             raise FerretError("no worker context and no RQ connection")
         return init_context(settings, connection)
@@ -149,7 +153,7 @@ def _failed_envelope(payload: Any, job_id: str, origin: str | None) -> _Envelope
 
 def _valid_or_none(value: Any, pattern: re.Pattern[str]) -> str | None:
     """An id copied from an invalid request only when it is well formed."""
-    return value if isinstance(value, str) and len(value) <= 256 and pattern.match(value) else None
+    return value if isinstance(value, str) and len(value) <= 256 and pattern.fullmatch(value) else None
 
 
 def _safe_text(text: str | None, limit: int = 1000) -> str | None:
@@ -250,6 +254,23 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
     return done
 
 
+def _refuse(ctx: WorkerContext, env: _Envelope, started_at: float, trace_id: str, reason: str,
+            message: str) -> RetrievalResult:
+    """The ``failed`` result of a payload that is not run; nothing of the
+    payload is echoed but what the request's own validation let through."""
+    result = _result(ctx, env, None, "failed", started_at, trace_id, error=message, stats={"refused": reason})
+    ctx.results.write(result, None)
+    logger.warning("job=%s status=failed refused (%s): %s", env.job_id, reason, message)
+    return result
+
+
+def refused_result(ctx: WorkerContext, job_id: str, queue: str, reason: str, message: str) -> RetrievalResult:
+    """Write (once) the ``failed`` result of a queue entry the worker refused to run."""
+    env = _failed_envelope(None, job_id, queue)
+    _refuse(ctx, env, time.time(), "0" * 32, reason, f"refused queue entry: {message}")
+    return ctx.results.read(job_id) or _result(ctx, env, None, "failed", time.time(), "0" * 32, error=message)
+
+
 def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = None) -> RetrievalResult:
     """Run one job payload to its single final result (and store it)."""
     started_at, started_ns = time.time(), time.time_ns()
@@ -266,6 +287,9 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = 
         ctx.results.write(result, None)
         logger.info("job=%s status=failed invalid request: %s", job_id, exc)
         return result
+    if not binds(job_id, request.namespace, request.request_id):
+        return _refuse(ctx, _failed_envelope(None, job_id, origin), started_at, "0" * 32, "tenant_mismatch",
+                       "job id does not belong to the request's namespace and request id; not run")
     with tracer.span("job", queue=request.queue, namespace=request.namespace) as root:
         tracer.root_span_id = root.span_id
         root.start_time_unix_nano = min(started_ns, int(env.enqueued_at * 1e9))
@@ -274,6 +298,9 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = 
             outcome = _run(ctx, env, request, tracer, started_at)
         except JobTimeoutException:
             outcome = _Outcome("failed", error="hard timeout: a stage hung past the job's deadline")
+        except Exception as exc:  # unexpected: still one final result, with the trace naming the stage
+            logger.exception("job=%s unexpected failure", job_id)
+            outcome = _Outcome("failed", error=f"internal error: {type(exc).__name__}: {exc}")
         fields: dict[str, Any] = {
             "error": outcome.error, "stats": outcome.stats, "results": outcome.results,
             "context": outcome.context if request.options.format == "text" else "",
@@ -282,12 +309,28 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = 
             result = _result(ctx, env, request, outcome.status, started_at, tracer.trace_id, **fields)
             result = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
-    trace = {"trace_id": tracer.trace_id, "job_id": job_id, "spans": [s.to_dict() for s in tracer.spans],
-             "dropped_spans": tracer.dropped}
-    ctx.results.write(result, trace, outcome.cache)
+    result = _write_with_trace(ctx, result, tracer, outcome.cache)
     took = (time.time() - started_at) * 1000
     logger.info("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
     return result
+
+
+def _write_with_trace(ctx: WorkerContext, result: RetrievalResult, tracer: SpanCollector,
+                     cache: tuple[str, bytes, int] | None) -> RetrievalResult:
+    """Write the result and its trace. A trace id is one job's: when the
+    payload named one another job's trace already holds, the trace (and the
+    result's pointer to it) move to a fresh id instead of overwriting it."""
+    for _ in range(3):
+        trace = {"trace_id": tracer.trace_id, "job_id": result.job_id,
+                 "spans": [s.to_dict() for s in tracer.spans], "dropped_spans": tracer.dropped}
+        if ctx.results.write(result, trace, cache) is not WriteOutcome.TRACE_TAKEN:
+            return result
+        logger.warning("job=%s trace id %s belongs to another job; using a new one", result.job_id, tracer.trace_id)
+        tracer.trace_id = new_trace_id()
+        for span in tracer.spans:
+            span.trace_id = tracer.trace_id
+        result = result.model_copy(update={"trace_id": tracer.trace_id})
+    raise FerretError(f"job={result.job_id}: no free trace id after 3 tries")
 
 
 def lost_result(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None, reason: str) -> RetrievalResult:
@@ -314,7 +357,7 @@ def run_retrieval(payload: Any) -> dict[str, Any]:
     ctx = _get_context(job.connection if job else None)
     try:
         result = execute(ctx, payload, job_id, job.origin if job else None)
-    except Exception as exc:  # last line of defence: still one final result
+    except Exception as exc:  # last line of defence (the result write itself failed): still one final result
         logger.exception("job=%s unexpected failure", job_id)
         env = _failed_envelope(payload, job_id, job.origin if job else None)
         error = f"internal error: {type(exc).__name__}: {exc}"

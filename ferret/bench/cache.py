@@ -17,6 +17,7 @@ from typing import Any
 import redis
 
 from ferret.bench.common import private_redis
+from ferret.job_ids import job_id_for
 from ferret.settings import load_settings
 from worker.backends.local import MemoryStore
 from worker.job import execute, init_context
@@ -32,14 +33,14 @@ def repeated_batch(memories: Mapping[str, Sequence[Memory]], queries: Sequence[t
                 MemoryStore(client, namespace).upsert(items)
             ctx = init_context(load_settings(environ={"FERRET_REDIS__URL": server.url}), client)
             passes = []
-            for number in (1, 2):
+            for _ in (1, 2):
                 hits, times, lookups = [], [], []
-                for index, (namespace, query) in enumerate(queries):
+                for namespace, query in queries:
                     now = time.time()
                     payload = {"request": {"query": query, "namespace": namespace}, "enqueued_at": now,
                                "deadline_at": now + 30}
                     start = time.perf_counter()
-                    result = execute(ctx, payload, f"cache-bench-{number}-{index}")
+                    result = execute(ctx, payload, job_id_for(namespace, None))
                     times.append(time.perf_counter() - start)
                     hits.append(bool(result.stats.get("cache_hit")))
                     lookups.append(result.stats.get("stage_ms", {}).get("cache", 0.0))

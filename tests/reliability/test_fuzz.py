@@ -18,11 +18,13 @@ from hypothesis import strategies as st
 from ferret.cli.main import cli
 from ferret.contract import FINAL_STATUSES, RetrievalRequest, parse_request
 from ferret.errors import InvalidRequest
+from ferret.job_ids import job_id_for
 from ferret.settings import LimitSettings, load_settings
 from producer.client import Producer
 from worker.job import execute, init_context
 
 LIMITS = LimitSettings()
+FUZZ_JOB = job_id_for("any", None)  # the random-id form: a valid payload without a request id runs
 nasty_text = st.one_of(
     st.text(),
     st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x1F)),
@@ -88,11 +90,11 @@ payloads = st.one_of(
 def test_worker_always_ends_in_one_final_status_and_writes_only_its_keys(fake_context, payload):
     client, ctx = fake_context
     client.flushall()
-    result = execute(ctx, payload, "fuzz-job", origin="prefetch")
+    result = execute(ctx, payload, FUZZ_JOB, origin="prefetch")
     assert result.status in FINAL_STATUSES
-    stored = ctx.results.read("fuzz-job")
+    stored = ctx.results.read(FUZZ_JOB)
     assert stored is not None and stored.status == result.status
-    allowed = {b"ferret:result:fuzz-job", b"ferret:done:fuzz-job"}
+    allowed = {f"ferret:result:{FUZZ_JOB}".encode(), f"ferret:done:{FUZZ_JOB}".encode()}
     cached = re.escape(f"ferret:ns:{result.namespace}:cache:".encode()) + rb"[0-9a-f]{40}"
     for key in client.keys("*"):
         assert (key in allowed or re.fullmatch(rb"ferret:trace:[0-9a-f]{32}", key)
