@@ -23,6 +23,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
+from worker.intake import REFUSAL_REASONS
 from worker.pipeline.complexity import Route
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ class FerretMetrics:
                                     ["outcome"], registry=r)
         self.co_retrieval_links = Counter("ferret_co_retrieval_links_total",
                                           "Links strengthened (nous: edges; local: memory pairs).", registry=r)
+        self.refused = Counter("ferret_refused_entries_total",
+                               "Queue entries refused without running anything, by reason.", ["reason"], registry=r)
         self._create_children()
 
     def _create_children(self) -> None:
@@ -122,6 +125,8 @@ class FerretMetrics:
             self.rerank.labels(outcome)
         for outcome in ("applied", "failed", "dropped"):
             self.co_retrieval.labels(outcome)
+        for reason in REFUSAL_REASONS:
+            self.refused.labels(reason)
 
     def observe_co_retrieval(self, outcome: str, links: int) -> None:
         self.co_retrieval.labels(outcome).inc()
@@ -152,6 +157,9 @@ class FerretMetrics:
         self._record_stats(result.stats, backend)
 
     def _record_stats(self, stats: dict[str, Any], backend: str) -> None:
+        if stats.get("refused") in REFUSAL_REASONS:
+            self.refused.labels(stats["refused"]).inc()
+            return
         cache_hit = stats.get("cache_hit")
         if cache_hit is not None:
             self.cache.labels("hit" if cache_hit else "miss").inc()

@@ -30,10 +30,11 @@ from rq.worker import WorkerStatus
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.settings import Settings
-from worker.bookkeeping import CoalescedBookkeeping, LeanJob, LeanQueue, OneTripJobStart
+from worker.bookkeeping import CoalescedBookkeeping, LeanJob, OneTripJobStart
 from worker.co_retrieval.applier import CoRetrievalApplier
 from worker.co_retrieval.wiring import co_retrieval_applier
-from worker.job import WorkerContext, init_context, lost_result, take_finished
+from worker.intake import Refusal, guarded_queue_class, mark_failed
+from worker.job import WorkerContext, init_context, lost_result, refused_result, take_finished
 from worker.metrics import FerretMetrics
 from worker.reaper import reap
 
@@ -129,6 +130,18 @@ WORKER_CLASSES: dict[str, type[Worker]] = {
 }
 
 
+def _refused(context: WorkerContext, metrics: FerretMetrics, backend: str, refusal: Refusal) -> None:
+    """A queue entry the worker will not run: its ``failed`` result (when it
+    has a usable job id), RQ's failed registry (when its hash was read), a count."""
+    if refusal.job_id is None:
+        metrics.refused.labels(refusal.reason).inc()
+        return
+    if refusal.job is not None:
+        queue = Queue(refusal.queue, connection=context.client, serializer=JSONSerializer)
+        mark_failed(refusal.job, queue, f"refused by Ferret: {refusal.message}")
+    metrics.record(refused_result(context, refusal.job_id, refusal.queue, refusal.reason, refusal.message), backend)
+
+
 def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = QUEUES,
                  worker_class: str | None = None, name: str | None = None,
                  metrics: FerretMetrics | None = None) -> Worker:
@@ -141,12 +154,14 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     if cls is None:
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = init_context(settings, client)
+    metrics = metrics or FerretMetrics()
+    queue_class = guarded_queue_class(lambda refusal: _refused(context, metrics, settings.backend.kind, refusal))
     worker = cls(
-        [LeanQueue(q, connection=client, serializer=JSONSerializer) for q in ordered],
-        connection=client, serializer=JSONSerializer, name=name, job_class=LeanJob, queue_class=LeanQueue,
+        [queue_class(q, connection=client, serializer=JSONSerializer) for q in ordered],
+        connection=client, serializer=JSONSerializer, name=name, job_class=LeanJob, queue_class=queue_class,
         worker_ttl=settings.service.worker_ttl_seconds, job_monitoring_interval=JOB_MONITORING_SECONDS,
     )
-    worker.ferret_metrics = metrics or FerretMetrics()  # type: ignore[attr-defined]
+    worker.ferret_metrics = metrics  # type: ignore[attr-defined]
     worker.ferret_context = context  # type: ignore[attr-defined]
     worker.ferret_backend = settings.backend.kind  # type: ignore[attr-defined]
     if settings.co_retrieval.enabled:

@@ -56,6 +56,8 @@ def test_compose_file_matches_the_compose_schema(compose_schema):
     jsonschema.Draft7Validator(compose_schema).validate(compose)  # the spec is draft-07
     services = compose["services"]
     assert {"redis", "worker", "prometheus", "grafana"} <= set(services)
+    for name in ("redis", "worker"):  # a worker or Redis that dies comes back by itself
+        assert services[name].get("restart") in {"always", "unless-stopped", "on-failure"}, name
 
 
 def test_compose_wiring_matches_prometheus_and_settings():

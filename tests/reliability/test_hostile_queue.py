@@ -1,0 +1,191 @@
+"""Hostile queue entries written into Redis by hand, served by real workers
+of both classes: nothing but Ferret's job runs, no entry stops a worker, every
+entry with a usable job id ends in one final status, and the next job ends ``ok``."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+from prometheus_client.parser import text_string_to_metric_families
+from rq import Callback, Queue
+from rq.job import Job, JobStatus
+from rq.registry import FailedJobRegistry
+from rq.serializers import JSONSerializer
+
+from ferret.contract import JOB_FUNCTION
+from ferret.errors import InvalidRequest
+from ferret.job_ids import job_id_for
+from producer.client import Producer
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(params=["simple", "fork"])
+def worker_class(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def serve(start_workers, worker_class):
+    """Start one worker of the class under test with a metrics port; return (process, port)."""
+    def start(extra_env: dict[str, str] | None = None):
+        port = free_port()
+        [proc] = start_workers(1, "--worker-class", worker_class, "--metrics-port", str(port), extra_env=extra_env)
+        return proc, port
+    return start
+
+
+def payload(query: str = "BTC thesis", namespace: str = "sample", request_id: str | None = None,
+            trace_id: str | None = None) -> dict:
+    now = time.time()
+    request: dict = {"query": query, "namespace": namespace}
+    if request_id is not None:
+        request["request_id"] = request_id
+    body: dict = {"request": request, "enqueued_at": now, "deadline_at": now + 20}
+    if trace_id is not None:
+        body["trace_id"] = trace_id
+    return body
+
+
+def refused_counts(port: int) -> dict[str, float]:
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    for family in text_string_to_metric_families(text):
+        if family.name == "ferret_refused_entries":
+            return {s.labels["reason"]: s.value for s in family.samples if s.name.endswith("_total")}
+    raise AssertionError("ferret_refused_entries_total is not exported")
+
+
+def next_job_is_ok(producer: Producer, proc) -> None:
+    handle = producer.enqueue({"query": "BTC thesis", "namespace": "sample"})
+    result = producer.wait(handle, 20)
+    assert result is not None and result.status == "ok", result
+    assert proc.poll() is None, "the worker stopped"
+
+
+def failed_result(producer: Producer, job_id: str, reason: str, words: str):
+    result = producer.wait(job_id, 20)
+    assert result is not None and result.status == "failed", (job_id, result)
+    assert result.stats.get("refused") == reason and words in (result.error or ""), result
+    assert result.results == [] and result.context == ""
+    return result
+
+
+def test_only_ferrets_job_function_runs(producer, sample_namespace, serve, redis_client, tmp_path):
+    marker, imported = tmp_path / "ran", tmp_path / "imported"
+    module_dir = tmp_path / "mods"
+    module_dir.mkdir()
+    (module_dir / "hostile_module.py").write_text(f"open({str(imported)!r}, 'w').close()\ndef run(*a): pass\n")
+    queue = Queue("prefetch", connection=redis_client, serializer=JSONSerializer)
+    foreign = [
+        queue.enqueue_call("os.system", args=(f"touch {marker}",)),
+        queue.enqueue_call("hostile_module.run", args=({"x": 1},)),  # importing it would create `imported`
+        queue.enqueue_call(JOB_FUNCTION, args=(payload(),), on_failure=Callback("hostile_module.run")),
+    ]
+    bad_shape = [
+        queue.enqueue_call(JOB_FUNCTION, args=(payload(),), kwargs={"extra": 1}),
+        queue.enqueue_call(JOB_FUNCTION, args=(payload(), payload())),
+        queue.enqueue_call(JOB_FUNCTION, args=()),
+    ]
+    proc, port = serve({"PYTHONPATH": f"{module_dir}:{Path(__file__).resolve().parents[2]}"})
+    next_job_is_ok(producer, proc)
+    for job in foreign:
+        failed_result(producer, job.id, "not_ferret_job", "not a Ferret job")
+    for job in bad_shape:
+        failed_result(producer, job.id, "bad_arguments", "exactly one payload object")
+    assert not marker.exists() and not imported.exists()
+    failed = FailedJobRegistry("prefetch", connection=redis_client)
+    for job in foreign + bad_shape:
+        assert job.get_status(refresh=True) == JobStatus.FAILED
+        assert job.id in failed.get_job_ids()
+        latest = Job.fetch(job.id, connection=redis_client, serializer=JSONSerializer).latest_result()
+        assert latest is not None and "refused by Ferret" in (latest.exc_string or "")
+    counts = refused_counts(port)
+    assert counts["not_ferret_job"] == 3 and counts["bad_arguments"] == 3
+
+
+def _hash(client: redis.Redis, job_id: str, **fields: bytes | str) -> None:
+    client.hset(f"rq:job:{job_id}", mapping={"status": "queued", "origin": "prefetch", **fields})
+
+
+def test_entries_that_used_to_stop_a_worker(producer, sample_namespace, serve, redis_client):
+    ids = {name: job_id_for("sample", name) for name in ("no-hash", "no-data", "bad-utf8", "bad-date",
+                                                          "wrong-type", "not-rq-data", "other-queue")}
+    _hash(redis_client, ids["no-data"], description="x")
+    _hash(redis_client, ids["bad-utf8"], data=zlib.compress(b"\xff\xfe not utf-8"))
+    _hash(redis_client, ids["bad-date"], data=zlib.compress(b'["worker.job.run_retrieval", null, [{}], {}]'),
+          created_at="yesterday", status="bogus")
+    redis_client.set(f"rq:job:{ids['wrong-type']}", "a string, not a hash")
+    _hash(redis_client, ids["not-rq-data"], data=zlib.compress(b'{"func": "os.system"}'))
+    _hash(redis_client, ids["other-queue"], origin="batch",
+          data=zlib.compress(b'["worker.job.run_retrieval", null, [{}], {}]'))
+    bad_ids = [b"bad.id", b"../../x", b"\xff\xfe", b"", b"a" * 5000 + b"!"]
+    redis_client.rpush("rq:queue:prefetch", *bad_ids, *ids.values())
+    proc, port = serve()
+    next_job_is_ok(producer, proc)
+    failed_result(producer, ids["no-hash"], "no_job_hash", "has no job hash")
+    failed_result(producer, ids["no-data"], "no_job_hash", "has no data")
+    failed_result(producer, ids["bad-utf8"], "malformed_job", "cannot be read")
+    failed_result(producer, ids["bad-date"], "malformed_job", "cannot be read")
+    failed_result(producer, ids["wrong-type"], "malformed_job", "cannot be read")
+    failed_result(producer, ids["not-rq-data"], "malformed_job", "cannot be read")
+    failed_result(producer, ids["other-queue"], "malformed_job", "belongs to queue")
+    counts = refused_counts(port)
+    assert counts["bad_id"] == len(bad_ids)
+    assert counts["no_job_hash"] == 2 and counts["malformed_job"] == 5
+    assert redis_client.llen("rq:queue:prefetch") == 0
+    assert redis_client.llen("rq:intermediate:prefetch") == 0  # nothing left for RQ's maintenance to trip on
+
+
+def test_a_job_is_only_served_to_the_tenant_it_belongs_to(producer, sample_namespace, serve, redis_client):
+    queue = Queue("prefetch", connection=redis_client, serializer=JSONSerializer)
+    # Tenant A's request pre-queued under the id tenant B's request "r1" will get.
+    stolen = job_id_for("tenant-b", "r1")
+    queue.enqueue_call(JOB_FUNCTION, args=(payload(namespace="sample", request_id="r1"),), job_id=stolen)
+    # A request with no request id under a derived (not random) id.
+    derived = job_id_for("sample", "r2")
+    queue.enqueue_call(JOB_FUNCTION, args=(payload(namespace="sample"),), job_id=derived)
+    proc, port = serve()
+    next_job_is_ok(producer, proc)
+    for job_id in (stolen, derived):
+        result = failed_result(producer, job_id, "tenant_mismatch", "does not belong")
+        assert result.namespace == "?" and "sample" not in result.model_dump_json()
+    handle = producer.enqueue({"query": "BTC thesis", "namespace": "tenant-b", "request_id": "r1"})
+    answer = producer.wait(handle, 5)
+    assert answer is not None and answer.results == []  # never tenant A's memories
+    assert refused_counts(port)["tenant_mismatch"] == 2
+
+
+def test_a_trace_belongs_to_one_job(producer, sample_namespace, serve, redis_client):
+    proc, _ = serve()
+    first = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace})
+    assert producer.wait(first, 20).status == "ok"
+    before = producer.trace(first)
+    queue = Queue("prefetch", connection=redis_client, serializer=JSONSerializer)
+    second = queue.enqueue_call(JOB_FUNCTION, args=(payload(trace_id=first.trace_id),),
+                                job_id=job_id_for("sample", None))
+    result = producer.wait(second.id, 20)
+    assert result is not None and result.status == "ok"
+    assert producer.trace(first) == before  # not overwritten
+    assert result.trace_id != first.trace_id
+    assert producer.trace(second.id)["job_id"] == second.id
+    next_job_is_ok(producer, proc)
+
+
+def test_trailing_newline_is_refused_at_producer_and_worker(producer, sample_namespace, serve, redis_client):
+    for field, value in (("namespace", "tenant-b\n"), ("request_id", "r1\n")):
+        with pytest.raises(InvalidRequest) as refused:
+            producer.enqueue({"query": "BTC thesis", "namespace": "sample", field: value})
+        assert refused.value.field == field
+    queue = Queue("prefetch", connection=redis_client, serializer=JSONSerializer)
+    job = queue.enqueue_call(JOB_FUNCTION, args=(payload(namespace="tenant-b\n"),),
+                             job_id=job_id_for("tenant-b\n", None))
+    proc, _ = serve()
+    result = producer.wait(job.id, 20)
+    assert result is not None and result.status == "failed" and "namespace" in (result.error or "")
+    next_job_is_ok(producer, proc)

@@ -1,0 +1,128 @@
+"""Redis at ``maxmemory`` (noeviction) during a batch, and ``--resume`` after
+RQ ended a job without a Ferret result; a real redis-server and real workers
+of both classes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import redis
+from rq import Queue
+from rq.job import Job, JobStatus
+from rq.registry import FailedJobRegistry
+
+from ferret.ingest import parse_memory_lines
+from ferret.job_ids import job_id_for
+from producer.batch import derived_request_id
+from tests.conftest import ROOT, SAMPLE, RedisServer
+from worker.backends.local import MemoryStore
+
+pytestmark = pytest.mark.timeout(240)
+
+FULL_SECONDS = 12  # longer than a client's ~10 s of retries for a dropped connection
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    server = RedisServer(tmp_path)
+    client = redis.Redis.from_url(server.url)
+    memories, _ = parse_memory_lines(SAMPLE.read_text().splitlines())
+    MemoryStore(client, "sample").upsert(memories)
+    yield server, client
+    client.close()
+    server.stop()
+
+
+def _env(url: str) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
+            "FERRET_REDIS__URL": url, "PYTHONPATH": str(ROOT)}
+
+
+def _ferret(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ferret.cli.main", *args]
+
+
+def _rows(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _stop(processes) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        process.wait(timeout=20)
+
+
+def test_a_batch_rides_out_redis_out_of_memory(tmp_path, own_redis):
+    server, admin = own_redis
+    env = _env(server.url)
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps({"query": f"BTC thesis {i}", "namespace": "sample"}) + "\n"
+                              for i in range(2000)))
+    workers = [subprocess.Popen(_ferret("worker", "--worker-class", kind), env=env, stderr=subprocess.PIPE)
+               for kind in ("simple", "fork")]
+    batch = subprocess.Popen(_ferret("batch", str(source), "--out", str(out), "--wait", "200"), env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(_rows(out)) < 200:
+            time.sleep(0.05)
+        admin.config_set("maxmemory", 1)  # every write refused: OOM command not allowed
+        time.sleep(FULL_SECONDS)
+        for process in workers:
+            assert process.poll() is None, "a worker exited while Redis was full"
+        assert batch.poll() is None, "the batch gave up while Redis was full"
+        admin.config_set("maxmemory", 0)
+        _, stderr = batch.communicate(timeout=180)
+        assert batch.returncode == 0, stderr[-3000:]
+        rows = _rows(out)
+        ids = [row["request_id"] for row in rows]
+        assert len(ids) == len(set(ids)) == 2000, "every line exactly once, by itself"
+        assert {row["status"] for row in rows} == {"ok"}
+        assert stderr.count("is out of memory") <= 1 and "Traceback" not in stderr, stderr[-3000:]
+        for process in workers:
+            assert process.poll() is None, "workers carried on by themselves"
+    finally:
+        admin.config_set("maxmemory", 0)
+        _stop(workers)
+    # Each met the full Redis (a job start is a write), said so once per process (a forking
+    # worker's work horse is a process of its own) and once when it ended, and carried on.
+    for kind, process in zip(("simple", "fork"), workers, strict=True):
+        log = process.stderr.read().decode()
+        full, room = log.count("is out of memory"), log.count("has room again")
+        assert full == room and (full == 1 if kind == "simple" else 1 <= full <= 2), log[-3000:]
+        assert "Traceback" not in log, log[-3000:]
+
+
+def test_resume_reenqueues_a_request_rq_ended_without_a_ferret_result(tmp_path, own_redis):
+    server, admin = own_redis
+    env = _env(server.url)
+    lines = [json.dumps({"query": f"BTC thesis {i}", "namespace": "sample"}) for i in range(5)]
+    source, out = tmp_path / "lost.jsonl", tmp_path / "out.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    first = subprocess.run(_ferret("batch", str(source), "--out", str(out), "--wait", "0.5"), env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert first.returncode == 3 and _rows(out) == []  # no worker yet: all unfinished
+    # RQ ended line 3's job as failed (say, a worker died under OOM) and no Ferret result was written.
+    lost = job_id_for("sample", derived_request_id("lost", 3, lines[2]))
+    queue = Queue("batch", connection=admin)
+    assert admin.lrem(queue.key, 1, lost) == 1
+    job = Job.fetch(lost, connection=admin)
+    job.set_status(JobStatus.FAILED)
+    FailedJobRegistry(queue=queue).add(job, exc_string="work horse died")
+    workers = [subprocess.Popen(_ferret("worker", "--worker-class", kind), env=env) for kind in ("simple", "fork")]
+    try:
+        resumed = subprocess.run(_ferret("batch", str(source), "--out", str(out), "--resume", "--wait", "60"),
+                                 env=env, capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        rows = _rows(out)
+        assert sorted(row["line"] for row in rows) == [1, 2, 3, 4, 5]
+        assert {row["status"] for row in rows} == {"ok"}
+    finally:
+        _stop(workers)

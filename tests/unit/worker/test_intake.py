@@ -1,0 +1,82 @@
+"""The worker's intake: only Ferret's own jobs come off a queue; every other
+entry is refused (and reported) without importing or running anything."""
+
+from __future__ import annotations
+
+import time
+import zlib
+
+import fakeredis
+import pytest
+from rq import Callback, Queue
+from rq.serializers import JSONSerializer
+
+from ferret.contract import JOB_FUNCTION
+from ferret.job_ids import job_id_for
+from worker.intake import Refusal, guarded_queue_class, refusal_of
+
+
+@pytest.fixture
+def client():
+    return fakeredis.FakeRedis()
+
+
+def _payload() -> dict:
+    return {"request": {"query": "BTC"}, "enqueued_at": time.time(), "deadline_at": time.time() + 5}
+
+
+def _queue(client, name="prefetch"):
+    return Queue(name, connection=client, serializer=JSONSerializer)
+
+
+def test_ferrets_job_is_accepted(client):
+    job = _queue(client).enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
+    assert refusal_of(job, "prefetch") is None
+
+
+@pytest.mark.parametrize(("func", "kwargs", "reason"), [
+    ("os.system", {"args": ("touch x",)}, "not_ferret_job"),
+    (JOB_FUNCTION, {"args": (_payload(),), "on_success": Callback("os.system")}, "not_ferret_job"),
+    (JOB_FUNCTION, {"args": (_payload(),), "kwargs": {"x": 1}}, "bad_arguments"),
+    (JOB_FUNCTION, {"args": ("text",)}, "bad_arguments"),
+    (JOB_FUNCTION, {"args": ()}, "bad_arguments"),
+])
+def test_anything_else_is_refused(client, func, kwargs, reason):
+    job = _queue(client).enqueue_call(func, **kwargs)
+    refusal = refusal_of(job, "prefetch")
+    assert refusal is not None and refusal.reason == reason
+
+
+def test_a_job_on_another_queue_than_its_own_is_refused(client):
+    job = _queue(client, "batch").enqueue_call(JOB_FUNCTION, args=(_payload(),))
+    refusal = refusal_of(job, "prefetch")
+    assert refusal is not None and refusal.reason == "malformed_job"
+
+
+def test_dequeue_skips_every_bad_entry_and_returns_the_next_good_job(client):
+    refused: list[Refusal] = []
+    queue_class = guarded_queue_class(refused.append)
+    queue = queue_class("prefetch", connection=client, serializer=JSONSerializer)
+    good = queue.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
+    client.lrem(queue.key, 1, good.id)
+    foreign = queue.enqueue_call("os.system", args=("touch x",))
+    client.lrem(queue.key, 1, foreign.id)
+    client.hset("rq:job:fr-" + "1" * 32, mapping={"origin": "prefetch", "data": zlib.compress(b"\xff")})
+    client.rpush(queue.key, b"bad.id", b"\xff", "fr-" + "0" * 32, "fr-" + "1" * 32, foreign.id, good.id)
+    job, from_queue = queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer)
+    assert job.id == good.id and from_queue.name == "prefetch"
+    assert [r.reason for r in refused] == ["bad_id", "bad_id", "no_job_hash", "malformed_job", "not_ferret_job"]
+    assert refused[4].job is not None and refused[2].job_id == "fr-" + "0" * 32
+    assert queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer) is None
+
+
+def test_a_failing_refusal_hook_does_not_stop_the_dequeue(client):
+    def broken(refusal: Refusal) -> None:
+        raise RuntimeError("observer bug")
+
+    queue_class = guarded_queue_class(broken)
+    queue = queue_class("prefetch", connection=client, serializer=JSONSerializer)
+    good = queue.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
+    client.lpush(queue.key, b"bad.id")
+    job, _ = queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer)
+    assert job.id == good.id

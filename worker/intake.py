@@ -1,0 +1,176 @@
+"""What a worker takes off Ferret's queues: Ferret jobs, and nothing else.
+
+Everything in Redis is untrusted. RQ imports and calls whatever function a
+job hash names (JSON stops pickle, not that), and one malformed queue entry
+(an id RQ refuses, a hash it cannot read, bytes that are not UTF-8) raises
+out of RQ's dequeue and ends the worker. So Ferret's queue class reads each
+entry itself and hands RQ only a job that is Ferret's own: its function is
+``JOB_FUNCTION``, it takes one payload object, it names no callbacks and no
+instance, and it belongs to the queue it came from. Every other entry is
+refused before anything is imported: the worker's ``on_refused`` hook is
+told (it writes a ``failed`` result for an entry with a Ferret job id and
+counts it) and the worker goes on to the next entry.
+
+Checks on the payload itself (its shape, and that its id is the one its
+namespace and request id give) are the job core's (``worker.job``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from rq.exceptions import NoSuchJobError
+from rq.job import JOB_ID_PATTERN, Job, JobStatus
+from rq.queue import Queue
+from rq.registry import FailedJobRegistry
+from rq.results import Result
+from rq.utils import get_version
+
+from ferret.contract import JOB_FUNCTION
+from worker.bookkeeping import LeanQueue
+
+logger = logging.getLogger(__name__)
+
+# Why an entry was refused: the label values of ferret_refused_entries_total.
+REFUSAL_REASONS = ("bad_id", "no_job_hash", "malformed_job", "not_ferret_job", "bad_arguments", "tenant_mismatch")
+_SHOWN_ID_CHARS = 80
+
+# Redis's own trouble is not the entry's fault: let the worker's retry loop see it.
+_REDIS_FAULTS = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One queue entry the worker will not run."""
+
+    reason: str  # one of REFUSAL_REASONS
+    message: str
+    queue: str
+    job_id: str | None  # None when the entry is not a usable job id
+    job: Job | None = None  # the job hash, when it could be read
+
+    def shown_id(self, raw: bytes | str | None = None) -> str:
+        return repr(self.job_id if self.job_id is not None else raw)[:_SHOWN_ID_CHARS]
+
+
+def _readable_id(raw: bytes) -> str | None:
+    """The entry as RQ would take it, or None when RQ would raise on it."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if JOB_ID_PATTERN.fullmatch(text) else None
+
+
+def refusal_of(job: Job, queue: str) -> Refusal | None:
+    """Why ``job`` is not a Ferret job RQ may run, or None when it is one.
+
+    Reads only what the hash holds (JSON); imports nothing."""
+    def refused(reason: str, message: str) -> Refusal:
+        return Refusal(reason, message, queue, job.id, job)
+
+    try:
+        func_name, instance, args, kwargs = job.func_name, job.instance, job.args, job.kwargs
+    except Exception as exc:  # the data is not JSON, not UTF-8, or not RQ's four fields
+        return refused("malformed_job", f"job data cannot be read ({type(exc).__name__})")
+    if func_name != JOB_FUNCTION or instance is not None:
+        shown = func_name if isinstance(func_name, str) else type(func_name).__name__
+        return refused("not_ferret_job", f"not a Ferret job (function {shown[:100]!r})")
+    callbacks = (job._success_callback_name, job._failure_callback_name, job._stopped_callback_name)
+    if any(callbacks):
+        return refused("not_ferret_job", "not a Ferret job (it names RQ callbacks, which Ferret never sets)")
+    if kwargs or not isinstance(args, (list, tuple)) or len(args) != 1 or not isinstance(args[0], dict):
+        return refused("bad_arguments", "a Ferret job takes exactly one payload object and no keyword arguments")
+    if job.origin != queue:
+        return refused("malformed_job", f"job says it belongs to queue {job.origin[:60]!r}, found on {queue!r}")
+    return None
+
+
+class GuardedQueue(LeanQueue):
+    """Ferret's queues as a worker dequeues them: only Ferret jobs come out.
+
+    ``on_refused`` is set per worker (see ``guarded_queue_class``); it must
+    not raise, and is called for every entry that is not run."""
+
+    on_refused: Callable[[Refusal], None] = staticmethod(lambda refusal: None)  # type: ignore[assignment]
+
+    @classmethod
+    def dequeue_any(cls, queues: Iterable[Queue], timeout: int | None, connection: Redis,
+                    job_class: type[Job] | None = None, serializer: Any = None,
+                    death_penalty_class: Any = None) -> tuple[Job, Queue] | None:
+        """RQ's dequeue, reading each entry as untrusted input (see the module)."""
+        queues = list(queues)
+        job_cls = job_class or cls.job_class
+        while True:
+            keys = [q.key for q in queues]
+            if len(keys) == 1 and get_version(connection) >= (6, 2, 0):
+                popped = cls.lmove(connection, keys[0], timeout)
+            else:
+                popped = cls.lpop(keys, timeout, connection=connection)
+            if popped is None:
+                return None
+            queue_key, raw = popped
+            queue_key = queue_key.decode() if isinstance(queue_key, bytes) else queue_key
+            queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
+                                       serializer=serializer, death_penalty_class=death_penalty_class)
+            raw = raw if isinstance(raw, bytes) else str(raw).encode()
+            job, refusal = _take(job_cls, raw, queue, connection, serializer)
+            if job is not None:
+                return job, queue
+            if refusal is not None:
+                connection.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]  # lmove put it there
+                logger.warning("queue %s: refused entry %s: %s", queue.name, refusal.shown_id(raw), refusal.message)
+                _notify(cls.on_refused, refusal)
+
+
+def _take(job_cls: type[Job], raw: bytes, queue: Queue, connection: Redis,
+          serializer: Any) -> tuple[Job | None, Refusal | None]:
+    """The job an entry names, or why it is refused."""
+    job_id = _readable_id(raw)
+    if job_id is None:
+        return None, Refusal("bad_id", "not a valid RQ job id", queue.name, None)
+    try:
+        job = job_cls.fetch(job_id, connection=connection, serializer=serializer)
+    except NoSuchJobError as exc:
+        missing = "has no job hash" if "Unexpected job format" not in str(exc) else "job hash has no data"
+        return None, Refusal("no_job_hash", missing, queue.name, job_id)
+    except _REDIS_FAULTS:
+        raise
+    except Exception as exc:  # a field RQ cannot parse (a date, a status, a number, bytes)
+        return None, Refusal("malformed_job", f"job hash cannot be read ({type(exc).__name__})", queue.name, job_id)
+    refusal = refusal_of(job, queue.name)
+    return (None, refusal) if refusal is not None else (job, None)
+
+
+def _notify(hook: Callable[[Refusal], None], refusal: Refusal) -> None:
+    try:
+        hook(refusal)
+    except _REDIS_FAULTS:
+        raise
+    except Exception:  # an observer must not stop the worker
+        logger.exception("queue %s: handling a refused entry failed", refusal.queue)
+
+
+def guarded_queue_class(on_refused: Callable[[Refusal], None]) -> type[GuardedQueue]:
+    """A ``GuardedQueue`` class whose refusals go to ``on_refused``."""
+    return type("GuardedQueue", (GuardedQueue,), {"on_refused": staticmethod(on_refused)})
+
+
+def mark_failed(job: Job, queue: Queue, message: str, worker_name: str = "") -> None:
+    """End a refused job as RQ's ``failed`` (failed registry and a failure
+    result carrying ``message``) without running anything it names: no
+    callbacks (``refusal_of`` refused those) and nothing imported."""
+    job._success_callback_name = job._failure_callback_name = job._stopped_callback_name = None
+    job._status = JobStatus.FAILED
+    with queue.connection.pipeline() as pipe:
+        FailedJobRegistry(queue=queue, serializer=queue.serializer).add(job, ttl=job.failure_ttl, exc_string=message,
+                                                                         pipeline=pipe)
+        Result.create_failure(job, job.failure_ttl, exc_string=message, worker_name=worker_name, pipeline=pipe)
+        pipe.execute()
