@@ -84,6 +84,8 @@ class ServiceSettings(_Strict):
     worker_ttl_seconds: int = Field(16, ge=5, le=3600)
     reaper_interval_seconds: float = Field(1.0, gt=0, le=600)
     max_reruns: int = Field(1, ge=0, le=5)
+    # How often one worker trims RQ's registries and sweeps the intermediate queue (RQ's default).
+    maintenance_interval_seconds: int = Field(600, ge=1, le=86_400)
 
 
 class LimitSettings(_Strict):

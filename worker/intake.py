@@ -43,7 +43,7 @@ REFUSAL_REASONS = ("bad_id", "no_job_hash", "malformed_job", "not_ferret_job", "
 _SHOWN_ID_CHARS = 80
 
 # Redis's own trouble is not the entry's fault: let the worker's retry loop see it.
-_REDIS_FAULTS = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError)
+REDIS_FAULTS = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError)
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,12 @@ class Refusal:
 
     def shown_id(self, raw: bytes | str | None = None) -> str:
         return repr(self.job_id if self.job_id is not None else raw)[:_SHOWN_ID_CHARS]
+
+
+def registry_entry_id(entry: Any) -> bytes:
+    """The job id part of a started-registry entry (``job_id`` or ``job_id:execution_id``), as bytes."""
+    raw = entry if isinstance(entry, bytes) else str(entry).encode()
+    return raw.split(b":", 1)[0]
 
 
 def _readable_id(raw: bytes) -> str | None:
@@ -121,7 +127,7 @@ class GuardedQueue(LeanQueue):
             queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
                                        serializer=serializer, death_penalty_class=death_penalty_class)
             raw = raw if isinstance(raw, bytes) else str(raw).encode()
-            job, refusal = _take(job_cls, raw, queue, connection, serializer)
+            job, refusal = take_entry(job_cls, raw, queue, connection, serializer)
             if job is not None:
                 return job, queue
             if refusal is not None:
@@ -130,10 +136,10 @@ class GuardedQueue(LeanQueue):
                 _notify(cls.on_refused, refusal)
 
 
-def _take(job_cls: type[Job], raw: bytes, queue: Queue, connection: Redis,
-          serializer: Any) -> tuple[Job | None, Refusal | None]:
-    """The job an entry names, or why it is refused."""
-    job_id = _readable_id(raw)
+def take_entry(job_cls: type[Job], raw: bytes | str, queue: Queue, connection: Redis,
+               serializer: Any) -> tuple[Job | None, Refusal | None]:
+    """The Ferret job a queue or registry entry names, or why it is refused."""
+    job_id = _readable_id(raw if isinstance(raw, bytes) else raw.encode())
     if job_id is None:
         return None, Refusal("bad_id", "not a valid RQ job id", queue.name, None)
     try:
@@ -141,7 +147,7 @@ def _take(job_cls: type[Job], raw: bytes, queue: Queue, connection: Redis,
     except NoSuchJobError as exc:
         missing = "has no job hash" if "Unexpected job format" not in str(exc) else "job hash has no data"
         return None, Refusal("no_job_hash", missing, queue.name, job_id)
-    except _REDIS_FAULTS:
+    except REDIS_FAULTS:
         raise
     except Exception as exc:  # a field RQ cannot parse (a date, a status, a number, bytes)
         return None, Refusal("malformed_job", f"job hash cannot be read ({type(exc).__name__})", queue.name, job_id)
@@ -152,7 +158,7 @@ def _take(job_cls: type[Job], raw: bytes, queue: Queue, connection: Redis,
 def _notify(hook: Callable[[Refusal], None], refusal: Refusal) -> None:
     try:
         hook(refusal)
-    except _REDIS_FAULTS:
+    except REDIS_FAULTS:
         raise
     except Exception:  # an observer must not stop the worker
         logger.exception("queue %s: handling a refused entry failed", refusal.queue)

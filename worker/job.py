@@ -333,6 +333,14 @@ def _write_with_trace(ctx: WorkerContext, result: RetrievalResult, tracer: SpanC
     raise FerretError(f"job={result.job_id}: no free trace id after 3 tries")
 
 
+def deadline_of(payload: Any) -> float | None:
+    """A payload's deadline (epoch seconds), or None when it has no valid one."""
+    deadline = payload.get("deadline_at") if isinstance(payload, dict) else None
+    if isinstance(deadline, (int, float)) and not isinstance(deadline, bool) and math.isfinite(deadline):
+        return float(deadline)
+    return None
+
+
 def lost_result(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None, reason: str) -> RetrievalResult:
     """Write (once) the ``failed`` result of a job whose worker died under it."""
     env = _failed_envelope(payload, job_id, origin)
@@ -341,10 +349,9 @@ def lost_result(ctx: WorkerContext, payload: Any, job_id: str, origin: str | Non
         request = parse_request(raw, ctx.settings.limits)
     except InvalidRequest:
         request = None
-    if isinstance(payload, dict):
-        deadline = payload.get("deadline_at")
-        if isinstance(deadline, (int, float)) and not isinstance(deadline, bool) and math.isfinite(deadline):
-            env.deadline_at = float(deadline)
+    deadline = deadline_of(payload)
+    if deadline is not None:
+        env.deadline_at = deadline
     result = _result(ctx, env, request, "failed", time.time(), "0" * 32, error=reason)
     ctx.results.write(result, None)
     return ctx.results.read(job_id) or result

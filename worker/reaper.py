@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from rq import Queue
-from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from ferret.contract import RetrievalResult
-from worker.job import WorkerContext, lost_result
+from worker.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
+from worker.job import WorkerContext, deadline_of, lost_result
 
 logger = logging.getLogger(__name__)
 
@@ -30,49 +31,63 @@ LOCK_KEY = "ferret:reaper:lock"
 RERUNS = "ferret_reruns"
 
 
-def _deadline(job: Job) -> float | None:
-    payload = job.args[0] if job.args else None
-    deadline = payload.get("deadline_at") if isinstance(payload, dict) else None
-    return float(deadline) if isinstance(deadline, (int, float)) and not isinstance(deadline, bool) else None
-
-
 def _worker_alive(ctx: WorkerContext, job: Job) -> bool:
     """A job not yet stamped with its worker is just starting: count it alive."""
     return not job.worker_name or bool(ctx.client.exists(f"rq:worker:{job.worker_name}"))
 
 
-def reap(ctx: WorkerContext, queues: Sequence[Queue], now: float | None = None) -> list[RetrievalResult]:
-    """One pass; returns the ``failed`` results it wrote (re-runs are only logged)."""
+def reap(ctx: WorkerContext, queues: Sequence[Queue], now: float | None = None,
+         on_refused: Callable[[Refusal], None] = lambda refusal: None) -> list[RetrievalResult]:
+    """One pass; returns the ``failed`` results it wrote (re-runs are only logged).
+
+    Registry entries are untrusted like queue entries: one that names no
+    Ferret job is removed and handed to ``on_refused``, never re-queued, and a
+    failure on one entry does not stop the pass."""
     lock_ms = max(500, int(ctx.settings.service.reaper_interval_seconds * 900))
     if not ctx.client.set(LOCK_KEY, ctx.name, nx=True, px=lock_ms):
         return []
     now = time.time() if now is None else now
-    grace = ctx.settings.service.hard_timeout_grace_seconds
     written: list[RetrievalResult] = []
     for queue in queues:
         registry = StartedJobRegistry(queue=queue, serializer=JSONSerializer)
-        for job_id, execution_id in registry.get_job_and_execution_ids(cleanup=False):
-            entry = f"{job_id}:{execution_id}" if execution_id else job_id
-            if ctx.results.exists(job_id):
-                continue  # finished; RQ tidies its own registry
+        for raw in ctx.client.zrange(registry.key, 0, -1):
             try:
-                job = Job.fetch(job_id, connection=ctx.client, serializer=JSONSerializer)
-            except NoSuchJobError:
-                ctx.client.zrem(registry.key, entry)
+                result = _reap_entry(ctx, queue, registry, raw, now, on_refused)
+            except REDIS_FAULTS:
+                raise
+            except Exception:
+                logger.exception("reaper: entry %r of %s failed", raw[:80], registry.key)
                 continue
-            deadline = _deadline(job)
-            overdue = deadline is None or now > deadline + grace + 1
-            if _worker_alive(ctx, job) and not overdue:
-                continue
-            ctx.client.zrem(registry.key, entry)
-            reruns = int(job.meta.get(RERUNS, 0))
-            if not overdue and reruns < ctx.settings.service.max_reruns:
-                job.meta[RERUNS] = reruns + 1
-                job.save_meta()
-                queue.enqueue_job(job, at_front=True)
-                logger.warning("job=%s worker %s lost; re-running it", job_id, job.worker_name)
-                continue
-            reason = "worker lost while running the job" + (" (deadline passed)" if overdue else "")
-            written.append(lost_result(ctx, job.args[0] if job.args else None, job_id, queue.name, reason))
-            logger.warning("job=%s worker %s lost; ended failed", job_id, job.worker_name)
+            if result is not None:
+                written.append(result)
     return written
+
+
+def _reap_entry(ctx: WorkerContext, queue: Queue, registry: StartedJobRegistry, raw: Any, now: float,
+                on_refused: Callable[[Refusal], None]) -> RetrievalResult | None:
+    """Judge one started-registry entry (``job_id`` or ``job_id:execution_id``)."""
+    job_id = registry_entry_id(raw)
+    if ctx.results.exists(job_id.decode(errors="replace")):
+        return None  # finished; RQ tidies its own registry
+    job, refusal = take_entry(queue.job_class, job_id, queue, ctx.client, JSONSerializer)
+    if job is None:
+        ctx.client.zrem(registry.key, raw)
+        if refusal is not None and refusal.reason != "no_job_hash":
+            on_refused(refusal)
+        return None
+    deadline = deadline_of(job.args[0])
+    grace = ctx.settings.service.hard_timeout_grace_seconds
+    overdue = deadline is None or now > deadline + grace + 1
+    if _worker_alive(ctx, job) and not overdue:
+        return None
+    ctx.client.zrem(registry.key, raw)
+    reruns = int(job.meta.get(RERUNS, 0)) if isinstance(job.meta.get(RERUNS, 0), int) else 0
+    if not overdue and reruns < ctx.settings.service.max_reruns:
+        job.meta[RERUNS] = reruns + 1
+        job.save_meta()
+        queue.enqueue_job(job, at_front=True)
+        logger.warning("job=%s worker %s lost; re-running it", job.id, job.worker_name)
+        return None
+    reason = "worker lost while running the job" + (" (deadline passed)" if overdue else "")
+    logger.warning("job=%s worker %s lost; ended failed", job.id, job.worker_name)
+    return lost_result(ctx, job.args[0], job.id, queue.name, reason)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,6 +25,7 @@ from rq import Queue, SimpleWorker, Worker
 from rq.exceptions import StopRequested
 from rq.job import Job
 from rq.serializers import JSONSerializer
+from rq.utils import now as utc_now
 from rq.worker import WorkerStatus
 
 from ferret.contract import QUEUES
@@ -35,6 +36,7 @@ from worker.co_retrieval.applier import CoRetrievalApplier
 from worker.co_retrieval.wiring import co_retrieval_applier
 from worker.intake import Refusal, guarded_queue_class, mark_failed
 from worker.job import WorkerContext, init_context, lost_result, refused_result, take_finished
+from worker.maintenance import sweep
 from worker.metrics import FerretMetrics
 from worker.reaper import reap
 
@@ -51,6 +53,8 @@ class _Observed:
     ferret_context: WorkerContext
     ferret_backend: str
     ferret_co_retrieval: CoRetrievalApplier | None = None
+    ferret_on_refused: Callable[[Refusal], None]
+    last_cleaned_at: Any
     _ferret_last_reap = 0.0
     _state: str
 
@@ -68,16 +72,29 @@ class _Observed:
                     or time.monotonic() - self._ferret_last_reap >= interval)
 
     def run_maintenance_tasks(self) -> None:
+        """RQ's registry maintenance at its interval (Ferret's safe version,
+        see ``worker.maintenance``; Ferret runs no scheduler and no groups),
+        and the reaper at Ferret's."""
         if super().should_run_maintenance_tasks:  # type: ignore[misc]
-            super().run_maintenance_tasks()  # type: ignore[misc]
+            self.clean_registries()
         self._ferret_last_reap = time.monotonic()
         try:
-            for result in reap(self.ferret_context, self.queues):  # type: ignore[attr-defined]
+            for result in reap(self.ferret_context, self.queues,  # type: ignore[attr-defined]
+                               on_refused=self.ferret_on_refused):
                 self.ferret_metrics.record(result, self.ferret_backend)
         except StopRequested:  # SIGTERM at an idle worker: RQ's way to stop, not a failure
             raise
         except Exception:
             logger.exception("reaper pass failed")
+
+    def clean_registries(self) -> None:
+        for queue in self.queues:  # type: ignore[attr-defined]
+            if queue.acquire_maintenance_lock():
+                try:
+                    sweep(queue, self.ferret_context, self.ferret_on_refused, time.time())
+                finally:
+                    queue.release_maintenance_lock()
+        self.last_cleaned_at = utc_now()
 
     def execute_job(self, job: Job, queue: Queue) -> Any:
         self.ferret_metrics.busy.set(1)
@@ -155,12 +172,17 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = init_context(settings, client)
     metrics = metrics or FerretMetrics()
-    queue_class = guarded_queue_class(lambda refusal: _refused(context, metrics, settings.backend.kind, refusal))
+    def on_refused(refusal: Refusal) -> None:
+        _refused(context, metrics, settings.backend.kind, refusal)
+
+    queue_class = guarded_queue_class(on_refused)
     worker = cls(
         [queue_class(q, connection=client, serializer=JSONSerializer) for q in ordered],
         connection=client, serializer=JSONSerializer, name=name, job_class=LeanJob, queue_class=queue_class,
         worker_ttl=settings.service.worker_ttl_seconds, job_monitoring_interval=JOB_MONITORING_SECONDS,
+        maintenance_interval=settings.service.maintenance_interval_seconds,
     )
+    worker.ferret_on_refused = on_refused  # type: ignore[attr-defined]
     worker.ferret_metrics = metrics  # type: ignore[attr-defined]
     worker.ferret_context = context  # type: ignore[attr-defined]
     worker.ferret_backend = settings.backend.kind  # type: ignore[attr-defined]

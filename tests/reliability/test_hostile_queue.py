@@ -14,7 +14,7 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 from rq import Callback, Queue
 from rq.job import Job, JobStatus
-from rq.registry import FailedJobRegistry
+from rq.registry import FailedJobRegistry, StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from ferret.contract import JOB_FUNCTION
@@ -34,9 +34,10 @@ def worker_class(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def serve(start_workers, worker_class):
     """Start one worker of the class under test with a metrics port; return (process, port)."""
-    def start(extra_env: dict[str, str] | None = None):
+    def start(extra_env: dict[str, str] | None = None, *args: str):
         port = free_port()
-        [proc] = start_workers(1, "--worker-class", worker_class, "--metrics-port", str(port), extra_env=extra_env)
+        [proc] = start_workers(1, "--worker-class", worker_class, "--metrics-port", str(port), *args,
+                               extra_env=extra_env)
         return proc, port
     return start
 
@@ -126,7 +127,7 @@ def test_entries_that_used_to_stop_a_worker(producer, sample_namespace, serve, r
           data=zlib.compress(b'["worker.job.run_retrieval", null, [{}], {}]'))
     bad_ids = [b"bad.id", b"../../x", b"\xff\xfe", b"", b"a" * 5000 + b"!"]
     redis_client.rpush("rq:queue:prefetch", *bad_ids, *ids.values())
-    proc, port = serve()
+    proc, port = serve(None, "--queues", "prefetch")  # one queue: entries pass through RQ's intermediate queue
     next_job_is_ok(producer, proc)
     failed_result(producer, ids["no-hash"], "no_job_hash", "has no job hash")
     failed_result(producer, ids["no-data"], "no_job_hash", "has no data")
@@ -139,7 +140,8 @@ def test_entries_that_used_to_stop_a_worker(producer, sample_namespace, serve, r
     assert counts["bad_id"] == len(bad_ids)
     assert counts["no_job_hash"] == 2 and counts["malformed_job"] == 5
     assert redis_client.llen("rq:queue:prefetch") == 0
-    assert redis_client.llen("rq:intermediate:prefetch") == 0  # nothing left for RQ's maintenance to trip on
+    intermediate = Queue("prefetch", connection=redis_client).intermediate_queue_key
+    assert redis_client.llen(intermediate) == 0  # nothing left for RQ's maintenance to trip on
 
 
 def test_a_job_is_only_served_to_the_tenant_it_belongs_to(producer, sample_namespace, serve, redis_client):
@@ -189,3 +191,40 @@ def test_trailing_newline_is_refused_at_producer_and_worker(producer, sample_nam
     result = producer.wait(job.id, 20)
     assert result is not None and result.status == "failed" and "namespace" in (result.error or "")
     next_job_is_ok(producer, proc)
+
+
+def test_hostile_registry_entries_neither_run_nor_stop_maintenance(producer, sample_namespace, serve,
+                                                                    redis_client, tmp_path):
+    imported = tmp_path / "imported"
+    module_dir = tmp_path / "mods"
+    module_dir.mkdir()
+    (module_dir / "hostile_module.py").write_text(f"open({str(imported)!r}, 'w').close()\ndef run(*a): pass\n")
+    queue = Queue("prefetch", connection=redis_client, serializer=JSONSerializer)
+    # An abandoned "started" job whose hash names a failure callback (RQ's own cleanup would run it).
+    abandoned = queue.enqueue_call(JOB_FUNCTION, args=(payload(),), job_id=job_id_for("sample", None),
+                                   on_failure=Callback("hostile_module.run"))
+    redis_client.lrem(queue.key, 1, abandoned.id)
+    redis_client.hset(abandoned.key, "worker_name", "long-gone")
+    old = time.time() - 3600
+    redis_client.zadd(StartedJobRegistry("prefetch", connection=redis_client).key,
+                      {b"bad.id": old, b"\xff:x": old, f"{abandoned.id}:exec": old})
+    # The intermediate queue (a single-queue worker's): junk, a foreign job, and a Ferret job stuck there.
+    foreign = queue.enqueue_call("os.system", args=("true",))
+    stuck = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace})
+    redis_client.lrem(queue.key, 1, foreign.id)
+    redis_client.lrem(queue.key, 1, stuck.job_id)
+    redis_client.rpush(queue.intermediate_queue_key, b"bad.id", b"\xff", foreign.id, stuck.job_id)
+    env = {"PYTHONPATH": f"{module_dir}:{Path(__file__).resolve().parents[2]}",
+           "FERRET_SERVICE__MAINTENANCE_INTERVAL_SECONDS": "1"}
+    proc, port = serve(env, "--queues", "prefetch")  # one queue: RQ uses the intermediate queue
+    result = producer.wait(stuck, 30)  # put back on the queue by the second maintenance pass
+    assert result is not None and result.status == "ok", result
+    failed_result(producer, abandoned.id, "not_ferret_job", "callbacks")
+    failed_result(producer, foreign.id, "not_ferret_job", "not a Ferret job")
+    next_job_is_ok(producer, proc)
+    assert not imported.exists()
+    started = redis_client.zrange(StartedJobRegistry("prefetch", connection=redis_client).key, 0, -1)
+    assert not {b"bad.id", b"\xff:x", f"{abandoned.id}:exec".encode()} & set(started), started
+    assert redis_client.llen(queue.intermediate_queue_key) == 0
+    counts = refused_counts(port)
+    assert counts["bad_id"] == 4 and counts["not_ferret_job"] == 2

@@ -60,7 +60,7 @@ def test_a_stop_signal_while_a_finished_job_is_recorded_stops_the_worker_after_t
 def test_a_stop_signal_while_lost_jobs_are_reaped_reaches_rq(client, settings, monkeypatch):
     worker = build_worker(client, settings)
 
-    def stop_arrives(context, queues):
+    def stop_arrives(context, queues, on_refused=None):
         raise StopRequested  # what RQ's handler raises at an idle worker
         yield
 

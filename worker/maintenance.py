@@ -1,0 +1,82 @@
+"""RQ's periodic registry maintenance, for registries whose entries are untrusted.
+
+RQ's own pass (every ``maintenance_interval``) fetches every abandoned job in
+a started registry and runs the failure callback its hash names (an import
+of anything), and a malformed id in any registry raises out of the pass and
+ends the worker. Ferret's workers run this pass instead, per queue under
+RQ's maintenance lock:
+
+- finished and failed registries are trimmed by score (as RQ does: no job
+  is read);
+- the worker registry drops keys of workers that are gone;
+- the intermediate queue (used by a worker serving a single queue) is read
+  through the intake's checks: hostile entries are removed and reported; a
+  Ferret job stuck there since the previous pass (its worker died between
+  taking it and starting it) is put back at the front of its queue, or ends
+  ``failed`` when its deadline has passed;
+- started registries are left to Ferret's reaper (``worker.reaper``), which
+  re-runs or fails abandoned jobs without running any callback.
+
+Each step is guarded on its own: a failure is logged and the next step runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from rq.intermediate_queue import IntermediateQueue
+from rq.queue import Queue
+from rq.registry import FailedJobRegistry, FinishedJobRegistry
+from rq.worker_registration import clean_worker_registry
+
+from worker.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
+from worker.job import WorkerContext, deadline_of, lost_result
+
+logger = logging.getLogger(__name__)
+
+
+def sweep(queue: Queue, ctx: WorkerContext, on_refused: Callable[[Refusal], None], now: float) -> None:
+    """One maintenance pass over ``queue``'s registries (see the module)."""
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("finished registry", FinishedJobRegistry(queue=queue).cleanup),
+        ("failed registry", FailedJobRegistry(queue=queue).cleanup),
+        ("worker registry", lambda: clean_worker_registry(queue)),
+        ("intermediate queue", lambda: _sweep_intermediate(queue, ctx, on_refused, now)),
+    ]
+    for name, step in steps:
+        try:
+            step()
+        except REDIS_FAULTS:
+            raise
+        except Exception:
+            logger.exception("queue %s: maintenance of the %s failed", queue.name, name)
+
+
+def _sweep_intermediate(queue: Queue, ctx: WorkerContext, on_refused: Callable[[Refusal], None],
+                        now: float) -> None:
+    intermediate = IntermediateQueue(queue.key, connection=queue.connection)
+    connection = queue.connection
+    started = {registry_entry_id(entry) for entry in connection.zrange(queue.started_job_registry.key, 0, -1)}
+    for raw in connection.lrange(intermediate.key, 0, -1):
+        job, refusal = take_entry(queue.job_class, raw, queue, connection, queue.serializer)
+        if refusal is not None or job is None:
+            connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]
+            if refusal is not None:
+                on_refused(refusal)
+            continue
+        if job.id.encode() in started:
+            continue  # running: its worker removes it
+        if ctx.results.exists(job.id):
+            connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]  # finished; only the entry was left behind
+            continue
+        if intermediate.set_first_seen(job.id):
+            continue  # maybe just taken: judge it at the next pass
+        connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]
+        deadline = deadline_of(job.args[0])
+        if deadline is not None and deadline > now:
+            connection.lpush(queue.key, job.id)  # the front: RQ pops from the left
+            logger.warning("job=%s was stuck between dequeue and start; queued again", job.id)
+        else:
+            lost_result(ctx, job.args[0], job.id, queue.name, "worker lost between dequeue and start")
+            logger.warning("job=%s was stuck between dequeue and start past its deadline; ended failed", job.id)
