@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -49,6 +50,8 @@ def run_parallel(
 
     A lone task runs on the pool too: only then can a backend call that
     ignores its own timeout be abandoned at the deadline."""
+    if len(tasks) == 1:
+        return [_one(tasks[0], timeout)]
     futures: list[Future[T]] = [_executor().submit(task) for task in tasks]
     wait(futures, timeout=max(timeout, 0.0))
     slots: list[T | TimedOut | BaseException] = []
@@ -63,12 +66,21 @@ def run_parallel(
     return slots
 
 
+def _one(task: Callable[[], T], timeout: float) -> T | TimedOut | BaseException:
+    try:
+        return call_with_timeout(task, timeout)
+    except Exception as exc:
+        return exc
+
+
 def call_with_timeout(task: Callable[[], T], timeout: float) -> T | TimedOut:
     """Run one task on the pool; TIMED_OUT if it has not finished in ``timeout``
     seconds (it is abandoned, its own I/O timeouts end it). Its exception is raised."""
     future = _executor().submit(task)
-    done, _ = wait([future], timeout=max(timeout, 0.0))
-    if not done:
+    try:
+        return future.result(timeout=max(timeout, 0.0))  # cheaper than wait() for one future
+    except FutureTimeout:
+        if future.done():  # the task's own TimeoutError
+            raise
         future.cancel()
         return TIMED_OUT
-    return future.result()
