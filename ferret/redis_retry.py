@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from redis.backoff import AbstractBackoff, ExponentialBackoff
-from redis.exceptions import ConnectionError, OutOfMemoryError, TimeoutError
+from redis.exceptions import ConnectionError, OutOfMemoryError, ResponseError, TimeoutError
 from redis.retry import Retry
 
 logger = logging.getLogger(__name__)
@@ -32,6 +32,13 @@ T = TypeVar("T")
 
 RECONNECT_ATTEMPTS = 8  # 0.05 s doubling to 2 s: about 10 s in all
 OUT_OF_MEMORY_PAUSE_CAP_SECONDS = 1.0
+
+
+def is_out_of_memory(error: ResponseError) -> bool:
+    """Redis refused a write for want of memory. Redis 7 says ``OOM ...``
+    (redis-py's ``OutOfMemoryError``); Redis 6 wraps it when a script's write
+    is refused (``Error running script ... -OOM command not allowed``)."""
+    return isinstance(error, OutOfMemoryError) or "OOM command not allowed" in str(error)
 
 
 class _Episode:
@@ -63,7 +70,7 @@ class PatientRetry(Retry):
     def __init__(self, where: str, backoff: AbstractBackoff | None = None,
                  retries: int = RECONNECT_ATTEMPTS, episode: _Episode | None = None) -> None:
         super().__init__(backoff or ExponentialBackoff(cap=2.0, base=0.05), retries,
-                         (ConnectionError, TimeoutError, OutOfMemoryError))
+                         (ConnectionError, TimeoutError, ResponseError))
         self._episode = episode or _Episode(where)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> PatientRetry:
@@ -78,7 +85,9 @@ class PatientRetry(Retry):
         while True:
             try:
                 answer = do()
-            except OutOfMemoryError as error:
+            except ResponseError as error:
+                if not is_out_of_memory(error):
+                    raise
                 refusals += 1
                 self._episode.full()
                 _call_fail(fail, error, 1, with_failure_count)  # raises WatchError inside a WATCH

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError, OutOfMemoryError, WatchError
+from redis.exceptions import ConnectionError, OutOfMemoryError, ResponseError, WatchError
 
 from ferret import redis_retry
 from ferret.redis_retry import PatientRetry
@@ -60,3 +60,12 @@ def test_copies_share_one_episode(caplog):
     retry._episode.full()
     twin.call_with_retry(_failing([OutOfMemoryError("OOM")]), lambda error: None)
     assert sum("is out of memory" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_redis_6_script_refusals_count_as_out_of_memory_and_other_errors_do_not():
+    retry = PatientRetry("redis://h/0", NoBackoff(), retries=2)
+    wrapped = ResponseError("Error running script (call to f_1): @user_script:3: @user_script: 3: "
+                            "-OOM command not allowed when used memory > 'maxmemory'.")
+    assert retry.call_with_retry(_failing([wrapped] * 5), lambda error: None) == "OK"
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        retry.call_with_retry(_failing([ResponseError("WRONGTYPE Operation against a key")]), lambda error: None)
