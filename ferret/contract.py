@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ferret.errors import InvalidRequest
+from ferret.records import Filters, encodable_text
 from ferret.settings import LimitSettings
-from worker.pipeline.records import Filters, encodable_text
 
 JOB_FUNCTION = "worker.job.run_retrieval"
 

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ferret.errors import InvalidMemory
 from ferret.json_input import parse_object
-from worker.pipeline.records import Memory
+from ferret.records import Memory
 
 MAX_LINE_BYTES = 1_000_000
 

@@ -11,7 +11,6 @@ enqueued again.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +23,12 @@ from rq.serializers import JSONSerializer
 from ferret import keys
 from ferret.cache import cache_key, inflight_key
 from ferret.contract import JOB_FUNCTION, RetrievalRequest, RetrievalResult, parse_request
+from ferret.envelope import JobEnvelope
 from ferret.errors import JobNotFound
 from ferret.job_ids import job_id_for
 from ferret.results import ResultStore
 from ferret.settings import Settings
-from worker.pipeline.tracing import new_trace_id
+from ferret.tracing import new_trace_id
 
 _ENDED_RQ_STATES = frozenset({"finished", "failed", "stopped", "canceled"})
 
@@ -102,16 +102,10 @@ class Producer:
             joined = self._coalesce(request, job_id, version, deadline)
             if joined is not None:
                 return joined
-        now = time.time()
-        payload = {
-            "request": request.model_dump(mode="json", exclude_none=True),
-            "enqueued_at": now,
-            "deadline_at": now + deadline,
-            "trace_id": trace_id,
-            "memory_version": version,  # the job sees every memory write that finished before now
-        }
+        # The job sees every memory write that finished before now (the version read above).
+        envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id)
         self._queues[request.queue].enqueue_call(
-            JOB_FUNCTION, args=(payload,), job_id=job_id,
+            JOB_FUNCTION, args=(envelope.to_payload(),), job_id=job_id,
             timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
             result_ttl=self.settings.service.result_ttl_seconds,
             failure_ttl=self.settings.service.result_ttl_seconds,

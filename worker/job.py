@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import re
 import socket
@@ -34,22 +33,20 @@ from ferret.contract import (
     Timestamps,
     parse_request,
 )
+from ferret.envelope import JobEnvelope, deadline_of, epoch_field
 from ferret.errors import BackendError, FerretError, InvalidRequest
 from ferret.job_ids import binds
 from ferret.results import ResultStore, WriteOutcome
 from ferret.settings import CoRetrievalSettings, Settings, load_settings
+from ferret.tracing import Span, SpanCollector, new_span_id, new_trace_id
 from worker.backends.factory import Backends, build_backends
 from worker.llm.reranker import LLMScorer
 from worker.pipeline.budget import Budget
 from worker.pipeline.orchestrator import run_pipeline
 from worker.pipeline.rerank import Reranking
-from worker.pipeline.tracing import Span, SpanCollector, new_span_id, new_trace_id
 from worker.results_builder import fit_result, result_items
 
 logger = logging.getLogger(__name__)
-
-_TRACE_ID = re.compile(r"[0-9a-f]{32}")
-
 
 @dataclass
 class WorkerContext:
@@ -112,43 +109,29 @@ def _get_context(connection: redis.Redis | None) -> WorkerContext:
 
 
 @dataclass
-class _Envelope:
+class _Stamps:
+    """What a result needs of its job, whether or not its payload was valid."""
+
     job_id: str
     enqueued_at: float
     deadline_at: float
-    trace_id: str | None
-    raw_request: Any
-    memory_version: int | None = None
+    raw_request: Any = None  # ids are copied from it, when well formed, for an invalid request
     origin: str | None = None  # the RQ queue the job came from
 
 
-def _envelope(payload: Any, job_id: str) -> _Envelope:
-    if not isinstance(payload, dict):
-        raise InvalidRequest("payload", f"must be an object, not {type(payload).__name__}")
-    enqueued_at, deadline_at = _epoch(payload, "enqueued_at"), _epoch(payload, "deadline_at")
-    trace_id = payload.get("trace_id")
-    if not isinstance(trace_id, str) or not _TRACE_ID.fullmatch(trace_id):
-        trace_id = None  # a trace id names a key: only the producer's own hex ids are taken
-    version = payload.get("memory_version")
-    version = version if isinstance(version, int) and not isinstance(version, bool) else None
-    return _Envelope(job_id, enqueued_at, deadline_at, trace_id, payload.get("request"), version)
+def _stamps_of(envelope: JobEnvelope, job_id: str) -> _Stamps:
+    return _Stamps(job_id, envelope.enqueued_at, envelope.deadline_at)
 
 
-def _epoch(payload: dict[str, Any], name: str) -> float:
-    value = payload.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidRequest(f"payload.{name}", "must be a finite number (epoch seconds)")
-    return float(value)
-
-
-def _failed_envelope(payload: Any, job_id: str, origin: str | None) -> _Envelope:
+def _stamps_of_invalid(payload: Any, job_id: str, origin: str | None) -> _Stamps:
+    """Stamps read leniently from a payload that is not a valid envelope (its deadline: now)."""
     now = time.time()
     data = payload if isinstance(payload, dict) else {}
     try:
-        enqueued = _epoch(data, "enqueued_at")
+        enqueued = epoch_field(data, "enqueued_at")
     except InvalidRequest:
         enqueued = now
-    return _Envelope(job_id, enqueued, now, None, data.get("request"), origin=origin)
+    return _Stamps(job_id, enqueued, now, data.get("request"), origin)
 
 
 def _valid_or_none(value: Any, pattern: re.Pattern[str]) -> str | None:
@@ -163,7 +146,7 @@ def _safe_text(text: str | None, limit: int = 1000) -> str | None:
     return text.encode("utf-8", "replace").decode("utf-8")[:limit]
 
 
-def _result(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest | None, status: str,
+def _result(ctx: WorkerContext, env: _Stamps, request: RetrievalRequest | None, status: str,
             started_at: float, trace_id: str, **fields: Any) -> RetrievalResult:
     raw = env.raw_request if isinstance(env.raw_request, dict) else {}
     return RetrievalResult.model_construct(  # every field is built here, from validated input
@@ -180,7 +163,7 @@ def _result(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest | None
     )
 
 
-def _queue_wait_span(tracer: SpanCollector, env: _Envelope, started_ns: int) -> None:
+def _queue_wait_span(tracer: SpanCollector, env: JobEnvelope, started_ns: int) -> None:
     tracer.add(Span("queue_wait", tracer.trace_id, new_span_id(), tracer.root_span_id,
                     int(env.enqueued_at * 1e9), started_ns))
 
@@ -195,7 +178,7 @@ class _Outcome:
     cache: tuple[str, bytes, int] | None = None  # an entry to write with the result
 
 
-def _cached(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest,
+def _cached(ctx: WorkerContext, env: JobEnvelope, request: RetrievalRequest,
             tracer: SpanCollector) -> tuple[str | None, float, _Outcome | None]:
     """The cache key for this request, the look-up's milliseconds, and the cached outcome if any."""
     if not ctx.settings.cache.enabled:
@@ -216,8 +199,8 @@ def _cached(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest,
     return key, looked_up_ms, _Outcome("ok", results, data["context"], stats=stats)
 
 
-def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: SpanCollector,
-         started_at: float) -> _Outcome:
+def _run(ctx: WorkerContext, env: JobEnvelope, job_id: str, tracer: SpanCollector, started_at: float) -> _Outcome:
+    request = env.request
     remaining = env.deadline_at - started_at
     if remaining <= 0:
         return _Outcome("expired", error=f"started {-remaining:.3f}s after its deadline")
@@ -237,7 +220,7 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
             )
             span.set(partial=outcome.partial)
     except BackendError as exc:
-        logger.warning("job=%s stage=search backend failed: %s", env.job_id, exc)
+        logger.warning("job=%s stage=search backend failed: %s", job_id, exc)
         return _Outcome("failed", error=str(exc), stats={"backend_calls": exc.calls})
     status = "partial" if outcome.partial or budget.expired() else "ok"
     stats = outcome.stats.to_dict()
@@ -254,7 +237,7 @@ def _run(ctx: WorkerContext, env: _Envelope, request: RetrievalRequest, tracer: 
     return done
 
 
-def _refuse(ctx: WorkerContext, env: _Envelope, started_at: float, trace_id: str, reason: str,
+def _refuse(ctx: WorkerContext, env: _Stamps, started_at: float, trace_id: str, reason: str,
             message: str) -> RetrievalResult:
     """The ``failed`` result of a payload that is not run; nothing of the
     payload is echoed but what the request's own validation let through."""
@@ -266,7 +249,7 @@ def _refuse(ctx: WorkerContext, env: _Envelope, started_at: float, trace_id: str
 
 def refused_result(ctx: WorkerContext, job_id: str, queue: str, reason: str, message: str) -> RetrievalResult:
     """Write (once) the ``failed`` result of a queue entry the worker refused to run."""
-    env = _failed_envelope(None, job_id, queue)
+    env = _stamps_of_invalid(None, job_id, queue)
     _refuse(ctx, env, time.time(), "0" * 32, reason, f"refused queue entry: {message}")
     return ctx.results.read(job_id) or _result(ctx, env, None, "failed", time.time(), "0" * 32, error=message)
 
@@ -275,27 +258,26 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = 
     """Run one job payload to its single final result (and store it)."""
     started_at, started_ns = time.time(), time.time_ns()
     tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans)
-    request: RetrievalRequest | None = None
     try:
-        env = _envelope(payload, job_id)
-        if env.trace_id:
-            tracer.trace_id = env.trace_id
-        request = parse_request(env.raw_request, ctx.settings.limits)
+        env = JobEnvelope.parse(payload, ctx.settings.limits)
     except InvalidRequest as exc:
-        env = _failed_envelope(payload, job_id, origin)
-        result = _result(ctx, env, None, "failed", started_at, tracer.trace_id, error=f"invalid request: {exc}")
+        stamps = _stamps_of_invalid(payload, job_id, origin)
+        result = _result(ctx, stamps, None, "failed", started_at, tracer.trace_id, error=f"invalid request: {exc}")
         ctx.results.write(result, None)
         logger.info("job=%s status=failed invalid request: %s", job_id, exc)
         return result
+    request = env.request
+    if env.trace_id:
+        tracer.trace_id = env.trace_id
     if not binds(job_id, request.namespace, request.request_id):
-        return _refuse(ctx, _failed_envelope(None, job_id, origin), started_at, "0" * 32, "tenant_mismatch",
+        return _refuse(ctx, _stamps_of_invalid(None, job_id, origin), started_at, "0" * 32, "tenant_mismatch",
                        "job id does not belong to the request's namespace and request id; not run")
     with tracer.span("job", queue=request.queue, namespace=request.namespace) as root:
         tracer.root_span_id = root.span_id
         root.start_time_unix_nano = min(started_ns, int(env.enqueued_at * 1e9))
         _queue_wait_span(tracer, env, started_ns)
         try:
-            outcome = _run(ctx, env, request, tracer, started_at)
+            outcome = _run(ctx, env, job_id, tracer, started_at)
         except JobTimeoutException:
             outcome = _Outcome("failed", error="hard timeout: a stage hung past the job's deadline")
         except Exception as exc:  # unexpected: still one final result, with the trace naming the stage
@@ -306,7 +288,8 @@ def execute(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None = 
             "context": outcome.context if request.options.format == "text" else "",
         }
         with tracer.span("result_write"):
-            result = _result(ctx, env, request, outcome.status, started_at, tracer.trace_id, **fields)
+            result = _result(ctx, _stamps_of(env, job_id), request, outcome.status, started_at, tracer.trace_id,
+                             **fields)
             result = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
     result = _write_with_trace(ctx, result, tracer, outcome.cache)
@@ -333,17 +316,9 @@ def _write_with_trace(ctx: WorkerContext, result: RetrievalResult, tracer: SpanC
     raise FerretError(f"job={result.job_id}: no free trace id after 3 tries")
 
 
-def deadline_of(payload: Any) -> float | None:
-    """A payload's deadline (epoch seconds), or None when it has no valid one."""
-    deadline = payload.get("deadline_at") if isinstance(payload, dict) else None
-    if isinstance(deadline, (int, float)) and not isinstance(deadline, bool) and math.isfinite(deadline):
-        return float(deadline)
-    return None
-
-
 def lost_result(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None, reason: str) -> RetrievalResult:
     """Write (once) the ``failed`` result of a job whose worker died under it."""
-    env = _failed_envelope(payload, job_id, origin)
+    env = _stamps_of_invalid(payload, job_id, origin)
     raw = env.raw_request if isinstance(env.raw_request, dict) else {}
     try:
         request = parse_request(raw, ctx.settings.limits)
@@ -366,7 +341,7 @@ def run_retrieval(payload: Any) -> dict[str, Any]:
         result = execute(ctx, payload, job_id, job.origin if job else None)
     except Exception as exc:  # last line of defence (the result write itself failed): still one final result
         logger.exception("job=%s unexpected failure", job_id)
-        env = _failed_envelope(payload, job_id, job.origin if job else None)
+        env = _stamps_of_invalid(payload, job_id, job.origin if job else None)
         error = f"internal error: {type(exc).__name__}: {exc}"
         result = _result(ctx, env, None, "failed", time.time(), "0" * 32, error=error)
         ctx.results.write(result, None)

@@ -30,8 +30,9 @@ from rq.queue import Queue
 from rq.registry import FailedJobRegistry, FinishedJobRegistry
 from rq.worker_registration import clean_worker_registry
 
+from ferret.envelope import deadline_of
 from worker.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
-from worker.job import WorkerContext, deadline_of, lost_result
+from worker.job import WorkerContext, lost_result
 
 logger = logging.getLogger(__name__)
 

@@ -22,8 +22,9 @@ from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from ferret.contract import RetrievalResult
+from ferret.envelope import deadline_of
 from worker.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
-from worker.job import WorkerContext, deadline_of, lost_result
+from worker.job import WorkerContext, lost_result
 
 logger = logging.getLogger(__name__)
 

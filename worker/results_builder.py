@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ferret.contract import ResultItem, RetrievalResult
+from ferret.records import Hit
 from worker.pipeline.formatting import preview
-from worker.pipeline.records import Hit
 from worker.pipeline.sections import section_for_subtype
 
 PREVIEW_CHARS = 300

@@ -17,11 +17,13 @@ from typing import Any
 import redis
 
 from ferret.bench.common import private_redis
+from ferret.contract import RetrievalRequest
+from ferret.envelope import JobEnvelope
 from ferret.job_ids import job_id_for
+from ferret.records import Memory
 from ferret.settings import load_settings
 from worker.backends.local import MemoryStore
 from worker.job import execute, init_context
-from worker.pipeline.records import Memory
 
 
 def repeated_batch(memories: Mapping[str, Sequence[Memory]], queries: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -36,9 +38,8 @@ def repeated_batch(memories: Mapping[str, Sequence[Memory]], queries: Sequence[t
             for _ in (1, 2):
                 hits, times, lookups = [], [], []
                 for namespace, query in queries:
-                    now = time.time()
-                    payload = {"request": {"query": query, "namespace": namespace}, "enqueued_at": now,
-                               "deadline_at": now + 30}
+                    request = RetrievalRequest(query=query, namespace=namespace)
+                    payload = JobEnvelope.new(request, 30).to_payload()
                     start = time.perf_counter()
                     result = execute(ctx, payload, job_id_for(namespace, None))
                     times.append(time.perf_counter() - start)

@@ -9,8 +9,8 @@ from importlib import resources
 from pathlib import Path
 
 from ferret.ingest import parse_memory_lines
+from ferret.records import Memory
 from ferret.redis_conn import EmbeddedRedis
-from worker.pipeline.records import Memory
 
 
 def percentile(values: list[float], pct: float) -> float:

@@ -15,11 +15,11 @@ import time
 from typing import Any
 
 from ferret.bench.common import sample_memories
+from ferret.records import NO_FILTERS
 from ferret.settings import PipelineSettings
+from ferret.tracing import SpanCollector
 from worker.backends.memory import InMemoryBackend
 from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.records import NO_FILTERS
-from worker.pipeline.tracing import SpanCollector
 
 FAST_QUERY = "funding squeeze playbook"
 COMPOUND_QUERY = "What's my BTC thesis and how did my last SOL trade go?"

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from worker.pipeline.records import Memory
+from ferret.records import Memory
 
 EVALUATED_CATEGORIES = (1, 2, 3, 4)
 _DIA_ID = re.compile(r"^D\d+:\d+$")

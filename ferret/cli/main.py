@@ -91,7 +91,7 @@ def forget(ctx: click.Context, ids: tuple[str, ...], namespace: str) -> None:
 def run(ctx: click.Context, query: str, namespace: str, max_results: int | None, deadline: float | None,
         as_json: bool, **filter_args) -> None:
     """Run the pipeline in-process for QUERY and print results, stats and trace."""
-    from ferret.inprocess import run_in_process
+    from worker.inprocess import run_in_process
 
     settings = settings_of(ctx)
     try:

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+from ferret.records import Filters, Memory, TimeRange
 from ferret.settings import NousSettings
 from tests.fakes.nous_server import FakeNous
 from worker.backends.local import LocalBackends, MemoryStore
 from worker.backends.memory import InMemoryBackend
 from worker.backends.nous import NousBackend
-from worker.pipeline.records import Filters, Memory, TimeRange
 
 pytestmark = pytest.mark.contract
 

@@ -6,10 +6,10 @@ import pytest
 from pydantic import SecretStr
 
 from ferret.errors import RerankFailed
+from ferret.records import Hit, Memory
 from ferret.settings import RerankSettings
 from tests.fakes.chat_server import FakeChat
 from worker.llm.reranker import LLMScorer
-from worker.pipeline.records import Hit, Memory
 
 
 @pytest.fixture(scope="module")

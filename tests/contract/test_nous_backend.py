@@ -7,11 +7,11 @@ import time
 import pytest
 
 from ferret.errors import BackendProtocolError, BackendUnavailable
+from ferret.records import Filters, Memory
 from ferret.settings import NousSettings, PipelineSettings
 from tests.fakes.nous_server import FakeNous
 from worker.backends.nous import NousBackend
 from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.records import Filters, Memory
 
 CORPUS = [Memory(id=f"n{i}", content_title=f"bitcoin note {i}", content_body="bitcoin funding") for i in range(60)]
 

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from ferret.errors import BackendUnavailable
-from worker.pipeline.records import Filters, Hit
+from ferret.records import Filters, Hit
 
 
 class ScriptedBackend:

@@ -26,9 +26,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 
+from ferret.records import Filters, Memory
 from tests.fakes.loopback import LoopbackServer
 from worker.backends.memory import InMemoryBackend
-from worker.pipeline.records import Filters, Memory
 
 MAX_SCORED_LIMIT = 33
 

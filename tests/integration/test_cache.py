@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rq import Queue
 
+from ferret.records import Memory
 from worker.backends.local import MemoryStore
-from worker.pipeline.records import Memory
 
 
 def _ask(producer, query, namespace, **extra):

@@ -11,11 +11,11 @@ import pytest
 import redis
 
 from ferret.ingest import parse_memory_lines
+from ferret.records import Memory
 from ferret.settings import load_settings
 from producer.client import Producer
 from tests.conftest import ROOT, SAMPLE, free_port, redis_server_path, require_tool, tls_capable, wait_for_redis
 from worker.backends.local import MemoryStore
-from worker.pipeline.records import Memory
 
 PASSWORD = "pw-d4f7e2c9-never-shown"
 

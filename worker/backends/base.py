@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from worker.pipeline.records import Filters, Hit
+from ferret.records import Filters, Hit
 
 
 @runtime_checkable

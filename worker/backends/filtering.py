@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from worker.pipeline.records import Filters, Memory, TimeRange
+from ferret.records import Filters, Memory, TimeRange
 
 
 def _parse_time(value: str | None) -> datetime | None:

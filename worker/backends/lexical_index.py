@@ -21,7 +21,7 @@ import numpy as np
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
-from worker.pipeline.records import Hit, Memory
+from ferret.records import Hit, Memory
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 

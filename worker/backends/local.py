@@ -20,12 +20,12 @@ import redis
 
 from ferret import keys
 from ferret.errors import BackendUnavailable
+from ferret.records import Filters, Hit, Memory
 from ferret.settings import CoRetrievalSettings
 from worker.backends.base import Backend
 from worker.backends.filtering import predicate
 from worker.backends.lexical_index import LexicalIndex
 from worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
-from worker.pipeline.records import Filters, Hit, Memory
 
 
 class MemoryStore:

@@ -7,9 +7,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from ferret.records import Filters, Hit, Memory
 from worker.backends.filtering import predicate
 from worker.backends.lexical_index import LexicalIndex
-from worker.pipeline.records import Filters, Hit, Memory
 
 
 class InMemoryBackend:

@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from ferret.errors import BackendError
+from ferret.records import Filters, Hit
 from worker.backends.base import Backend
-from worker.pipeline.records import Filters, Hit
 
 
 def outcome_of(exc: BaseException) -> str:

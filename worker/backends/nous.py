@@ -21,8 +21,8 @@ import httpx
 from pydantic import ValidationError
 
 from ferret.errors import BackendError, BackendProtocolError, BackendUnavailable
+from ferret.records import Filters, Hit, Memory
 from ferret.settings import NousSettings
-from worker.pipeline.records import Filters, Hit, Memory
 
 NAME = "nous"
 

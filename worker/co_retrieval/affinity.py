@@ -24,8 +24,8 @@ import redis
 
 from ferret import keys
 from ferret.errors import BackendUnavailable
+from ferret.records import Filters, Hit
 from worker.co_retrieval.groups import pairs
-from worker.pipeline.records import Filters, Hit
 
 # KEYS: the affinity hashes of the pairs' ends, two per pair; ARGV[1]: amount;
 # ARGV[2..]: the partner ids, the other end for each key. Capped at 1.0.

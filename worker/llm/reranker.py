@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ferret.errors import RerankFailed
+from ferret.records import Hit
 from ferret.settings import RerankSettings
 from worker.llm.chat import ChatClient
 from worker.pipeline.parallel import TimedOut, call_with_timeout
-from worker.pipeline.records import Hit
 from worker.pipeline.rerank import build_messages, parse_scores
 
 

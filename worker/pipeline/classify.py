@@ -15,7 +15,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from worker.pipeline.records import Section
+from ferret.records import Section
 from worker.pipeline.sections import classify_intent
 
 

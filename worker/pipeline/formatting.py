@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from worker.pipeline.records import Hit, Memory
+from ferret.records import Hit, Memory
 from worker.pipeline.sections import section_for_subtype, subtype_label
 
 CHARS_PER_TOKEN = 4

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from itertools import zip_longest
 
-from worker.pipeline.records import Hit, Section, SubQueryOutcome
+from ferret.records import Hit, Section, SubQueryOutcome
 from worker.pipeline.sections import section_for_subtype
 
 

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ferret.errors import BackendError, BackendUnavailable, RerankFailed
+from ferret.records import NO_FILTERS, Filters, Hit, SubQueryOutcome
 from ferret.settings import PipelineSettings
+from ferret.tracing import NoopTracer, Tracer
 from worker.backends.base import Backend
 from worker.backends.metered import MeteredBackend
 from worker.pipeline import quality_gate
@@ -30,10 +32,8 @@ from worker.pipeline.decompose import Decomposition, decompose
 from worker.pipeline.formatting import estimate_tokens, format_context
 from worker.pipeline.merge import merge_and_select
 from worker.pipeline.parallel import TimedOut, call_with_timeout, run_parallel
-from worker.pipeline.records import NO_FILTERS, Filters, Hit, SubQueryOutcome
 from worker.pipeline.replace import replace_weak
 from worker.pipeline.rerank import Reranking, blend
-from worker.pipeline.tracing import NoopTracer, Tracer
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ferret.records import Hit
 from worker.pipeline.classify import Classification
-from worker.pipeline.records import Hit
 
 _QUESTION_WORDS = re.compile(
     r"\b(?:what's|whats|what|when|where|who|whom|whose|which|how|why|is|are|was|were|did|does|do|"

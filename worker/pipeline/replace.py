@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from worker.pipeline.records import Hit, ReplaceOutcome
+from ferret.records import Hit, ReplaceOutcome
 
 logger = logging.getLogger(__name__)
 

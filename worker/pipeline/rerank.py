@@ -28,8 +28,8 @@ from typing import Any, Protocol
 import json_repair
 
 from ferret.errors import RerankFailed
+from ferret.records import Hit
 from ferret.settings import RerankSettings
-from worker.pipeline.records import Hit
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _OPEN_THINK = re.compile(r"<think>", re.IGNORECASE)

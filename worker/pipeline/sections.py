@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from worker.pipeline.records import Section
+from ferret.records import Section
 
 _SUBTYPE_SECTIONS: dict[str, Section] = {
     **dict.fromkeys(

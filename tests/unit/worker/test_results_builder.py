@@ -1,5 +1,5 @@
 from ferret.contract import RetrievalResult, Timestamps
-from worker.pipeline.records import Hit, Memory
+from ferret.records import Hit, Memory
 from worker.results_builder import fit_result, result_items
 
 

@@ -1,8 +1,8 @@
 import fakeredis
 import pytest
 
+from ferret.records import Filters, Memory
 from worker.backends.local import LocalBackends, MemoryStore
-from worker.pipeline.records import Filters, Memory
 
 
 @pytest.fixture

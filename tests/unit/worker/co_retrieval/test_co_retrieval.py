@@ -5,13 +5,13 @@ import fakeredis
 import pytest
 
 from ferret.contract import RetrievalRequest, RetrievalResult, Timestamps
+from ferret.records import Filters, Hit, Memory
 from ferret.settings import CoRetrievalSettings
 from worker.backends.local import LocalBackends, MemoryStore
 from worker.co_retrieval.affinity import InMemoryAffinity, RedisAffinity, with_affinity
 from worker.co_retrieval.applier import CoRetrievalApplier
 from worker.co_retrieval.groups import groups_of, pairs
 from worker.job import _co_retrieval_amount
-from worker.pipeline.records import Filters, Hit, Memory
 
 
 @dataclass

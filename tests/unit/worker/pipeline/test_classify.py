@@ -2,8 +2,8 @@ import time
 
 import pytest
 
+from ferret.records import Section
 from worker.pipeline.classify import QueryType, classify
-from worker.pipeline.records import Section
 
 
 @pytest.mark.parametrize(

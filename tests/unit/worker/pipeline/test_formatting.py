@@ -1,7 +1,7 @@
 import json
 
+from ferret.records import Hit, Memory
 from worker.pipeline.formatting import estimate_tokens, format_context, format_line
-from worker.pipeline.records import Hit, Memory
 
 
 def _hit(**fields):

@@ -1,8 +1,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferret.records import Hit, Memory, Section, SubQueryOutcome
 from worker.pipeline.merge import merge_and_select
-from worker.pipeline.records import Hit, Memory, Section, SubQueryOutcome
 
 
 def _hit(node_id, score, subtype=None):

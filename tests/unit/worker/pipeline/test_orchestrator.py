@@ -1,13 +1,13 @@
 import pytest
 
 from ferret.errors import BackendUnavailable
+from ferret.records import Filters, Hit, Memory
 from ferret.settings import PipelineSettings
+from ferret.tracing import SpanCollector
 from tests.fakes.backends import ScriptedBackend
 from worker.backends.memory import InMemoryBackend
 from worker.pipeline.budget import Budget
 from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.records import Filters, Hit, Memory
-from worker.pipeline.tracing import SpanCollector
 
 SETTINGS = PipelineSettings()
 

@@ -9,10 +9,10 @@ import time
 import pytest
 
 from ferret.errors import BackendUnavailable
+from ferret.records import Filters, Hit, Memory
 from ferret.settings import PipelineSettings
 from worker.pipeline.budget import Budget
 from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.records import Filters, Hit, Memory
 
 HANG_SECONDS = 3.0
 

@@ -3,13 +3,13 @@
 import pytest
 
 from ferret.errors import RerankFailed
+from ferret.records import Hit, Memory
 from ferret.settings import PipelineSettings, RerankSettings
+from ferret.tracing import SpanCollector
 from tests.fakes.backends import ScriptedBackend
 from worker.pipeline.budget import Budget
 from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.records import Hit, Memory
 from worker.pipeline.rerank import Reranking
-from worker.pipeline.tracing import SpanCollector
 
 SETTINGS = PipelineSettings()
 COMPLEX = "Compare and analyze the difference between BTC, ETH, SOL and DOGE trends and why"

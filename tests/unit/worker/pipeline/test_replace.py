@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.pipeline.records import Hit, Memory
+from ferret.records import Hit, Memory
 from worker.pipeline.replace import replace_weak
 
 

@@ -3,7 +3,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferret.errors import RerankFailed
-from worker.pipeline.records import Hit, Memory
+from ferret.records import Hit, Memory
 from worker.pipeline.rerank import blend, build_messages, parse_scores, strip_thinking
 
 

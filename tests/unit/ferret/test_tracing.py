@@ -1,6 +1,6 @@
 import threading
 
-from worker.pipeline.tracing import SpanCollector
+from ferret.tracing import SpanCollector
 
 
 def test_spans_nest_per_thread_and_carry_otel_fields():

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import redis
 
 from ferret.contract import RetrievalRequest, RetrievalResult
+from ferret.envelope import JobEnvelope
 from ferret.job_ids import job_id_for
 from ferret.settings import Settings
 from worker.job import WorkerContext, execute, init_context
@@ -18,9 +18,7 @@ def run_in_process(client: redis.Redis, settings: Settings, request: RetrievalRe
     """Run ``request`` through the job adapter; return the result and its trace."""
     ctx = context or init_context(settings, client)
     deadline = request.deadline_seconds or settings.service.prefetch_deadline_seconds
-    now = time.time()
-    payload = {"request": request.model_dump(mode="json", exclude_none=True),
-               "enqueued_at": now, "deadline_at": now + deadline}
-    result = execute(ctx, payload, job_id_for(request.namespace, None))
+    envelope = JobEnvelope.new(request, deadline)  # the memory version: the worker reads the store's
+    result = execute(ctx, envelope.to_payload(), job_id_for(request.namespace, request.request_id))
     trace = ctx.results.trace(result.trace_id) if result.trace_id else None
     return result, trace or {"trace_id": result.trace_id, "spans": []}
