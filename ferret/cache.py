@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 
 from ferret import keys
 from ferret.contract import RetrievalRequest
-
-_SPACES = re.compile(r"\s+")
-_TRAILING = re.compile(r"[?.!,;:\s]+$")
+from ferret.text import cache_form
 
 
 def normalise(query: str) -> str:
-    return _TRAILING.sub("", _SPACES.sub(" ", query.lower()).strip())
+    return cache_form(query)
 
 
 def cache_key(request: RetrievalRequest, backend: str, memory_version: int) -> str:

@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ferret.records import Memory
+from ferret.text import starts_with_question_word
 
 EVALUATED_CATEGORIES = (1, 2, 3, 4)
 _DIA_ID = re.compile(r"^D\d+:\d+$")
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
-_QUESTION_WORD = re.compile(
-    r"^(what|when|where|who|which|how|why|did|does|do|is|are|was|were|has|have|would|could|can)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,7 @@ def load(path: Path) -> Dataset:
 
 
 def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:] if _QUESTION_WORD.match(text) else text
+    return text[:1].lower() + text[1:] if starts_with_question_word(text) else text
 
 
 def _join(template: str, first: str, second: str) -> str:

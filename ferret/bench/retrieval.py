@@ -19,10 +19,10 @@ from typing import Any
 from ferret.bench.locomo import CompoundQuery, Dataset, Question
 from ferret.records import NO_FILTERS, Hit
 from ferret.settings import PipelineSettings
+from ferret.text import strip_question_words
 from worker.backends.memory import InMemoryBackend
 from worker.pipeline.formatting import estimate_tokens, format_context
 from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.quality_gate import strip_question_words
 
 KS = (5, 10, 20)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -22,15 +21,12 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
 from ferret.records import Hit, Memory
+from ferret.text import AUXILIARIES, EN_QUESTION_WORD_SET, PERFECT, PRONOUNS, TOKEN
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")
-_STOPWORDS = frozenset(STOPWORDS_EN) | frozenset(
-    "what what's whats when where who whom which how why did does do was were is are i me my you "
-    "your we our he she his her they them their it its this that these those have has had about "
-    "from with".split()
-)
+_STOPWORDS = frozenset(STOPWORDS_EN) | EN_QUESTION_WORD_SET | AUXILIARIES | PRONOUNS | PERFECT | frozenset(
+    "about from with".split())
 _local = threading.local()
 
 
@@ -42,7 +38,7 @@ def _stemmer() -> Stemmer.Stemmer:
 
 
 def tokenize(text: str) -> list[str]:
-    words = [w for w in _TOKEN.findall(text.lower()) if w not in _STOPWORDS]
+    words = [w for w in TOKEN.findall(text.lower()) if w not in _STOPWORDS]
     return _stemmer().stemWords(words) if words else []
 
 

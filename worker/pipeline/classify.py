@@ -16,6 +16,16 @@ import re
 from dataclasses import dataclass
 
 from ferret.records import Section
+from ferret.text import (
+    ARTICLES_AND_LINKS,
+    AUXILIARIES,
+    EN_QUESTION_WORD_SET,
+    PERFECT,
+    PRONOUNS,
+    QUESTION_WORD_SET,
+    QUESTION_WORDS,
+    WORD,
+)
 from worker.pipeline.sections import classify_intent
 
 
@@ -49,9 +59,7 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
     return re.compile(r"(?:" + "|".join(alternatives) + r")", re.IGNORECASE)
 
 
-QUESTION_WORD = (
-    r"what(?:'s|s)?|when|where|who|whom|whose|which|how|why"
-)
+QUESTION_WORD = QUESTION_WORDS["en"]
 
 _DISQUALIFIERS: dict[str, re.Pattern[str]] = {
     "D1": _rx(r"\bwhy\b", r"\bhow come\b", r"\bexplain\b", r"\breason(?:s|ing)?\b",
@@ -122,25 +130,19 @@ _COMPLEXITY_KEYWORDS = re.compile(
     re.IGNORECASE,
 )
 
-_NOT_ENTITIES = frozenset(
-    "what what's whats when where who which how why is are was were did does do the a an and or "
-    "also my our i me we you it this that these those then tell show give find check compare "
-    "vs versus quel qui quand comment pourquoi qué cuál dónde cuándo cómo was wer wo wann wie "
-    "warum welche last next yesterday today".split()
-)
-_WORD = re.compile(r"[A-Za-zÀ-ÿ0-9][\w'&.-]*")
-_STOP = frozenset(
-    "a an the of to in on at for by with about from and or but is are was were be been do does "
-    "did my our your his her their its i me we you he she they it this that these those what "
-    "what's whats when where who which how why tell show give find check get me go going went "
-    "have has had also as well then after".split()
-)
+# Words that are never an entity, however capitalised.
+_NOT_ENTITIES = QUESTION_WORD_SET | AUXILIARIES | ARTICLES_AND_LINKS | PRONOUNS | frozenset(
+    "also then tell show give find check compare vs versus last next yesterday today".split())
+# Filler left out of the attribute (what the query asks about the entity).
+_STOP = EN_QUESTION_WORD_SET | AUXILIARIES | PERFECT | ARTICLES_AND_LINKS | PRONOUNS | frozenset(
+    "of to in on at for by with about from but be been tell show give find check get go going went "
+    "also as well then after".split())
 
 
 def _entities(query: str) -> tuple[str, ...]:
     """Capitalised words and tickers that are not question or filler words."""
     found: list[str] = []
-    for index, match in enumerate(_WORD.finditer(query)):
+    for index, match in enumerate(WORD.finditer(query)):
         word = match.group().rstrip(".'")
         lowered = word.lower()
         if lowered in _NOT_ENTITIES or len(word) < 2:
@@ -155,7 +157,7 @@ def _entities(query: str) -> tuple[str, ...]:
 def _attribute(query: str, entities: tuple[str, ...]) -> str | None:
     skip = {e.lower() for e in entities}
     words = [
-        w.group().lower() for w in _WORD.finditer(query)
+        w.group().lower() for w in WORD.finditer(query)
         if w.group().lower() not in _STOP and w.group().lower() not in skip
     ]
     return " ".join(words) or None

@@ -8,31 +8,16 @@ originals by id, keeping the higher score.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from ferret.records import Hit
+from ferret.text import strip_question_words
 from worker.pipeline.classify import Classification
-
-_QUESTION_WORDS = re.compile(
-    r"\b(?:what's|whats|what|when|where|who|whom|whose|which|how|why|is|are|was|were|did|does|do|"
-    r"can|could|would|should|tell me about|tell me|show me|give me|find|get|check|"
-    r"quel(?:le)?s?|qui|o[uù]|quand|comment|pourquoi|est-ce que|"
-    r"qu[ée]|cu[aá]l|d[oó]nde|cu[aá]ndo|qui[eé]n|c[oó]mo|por qu[ée]|"
-    r"wer|wo|wann|welche[rs]?|wie|warum)\b",
-    re.IGNORECASE,
-)
-_SPACES = re.compile(r"\s+")
 
 
 def is_weak(hits: Sequence[Hit], threshold: float) -> bool:
     """True when nothing came back or the best score is below ``threshold``."""
     return not hits or max(h.score for h in hits) < threshold
-
-
-def strip_question_words(query: str) -> str:
-    simplified = _QUESTION_WORDS.sub(" ", query)
-    return _SPACES.sub(" ", simplified).strip(" ?!.,;:")
 
 
 def reformulate(query: str, classification: Classification | None) -> str | None:
