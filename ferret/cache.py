@@ -6,6 +6,10 @@ the memory store's version. A change to the memories bumps the version, so
 stale entries are simply never asked for again and expire on their TTL: no
 explicit clear (the seed's open problem). Only ``ok`` results are cached.
 The same key serves to coalesce identical prefetch requests in flight.
+
+What is cached: the results, the context and the run's stats less what
+belongs to that one run (its backend calls and stage timings). A result
+whose asked-for re-rank fell back is not cached: the next ask may get it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import hashlib
 import json
 
 from ferret import keys
-from ferret.contract import RetrievalRequest
+from ferret.contract import ResultItem, RetrievalRequest
+from ferret.stats import JobStats
 from ferret.text import cache_form
 
 
@@ -33,3 +38,25 @@ def cache_key(request: RetrievalRequest, backend: str, memory_version: int) -> s
 
 def inflight_key(cache: str) -> str:
     return cache.replace(":cache:", ":inflight:", 1)
+
+
+CACHEABLE_RERANK = ("off", "ok", "too_few", "disabled")
+_PER_RUN = {"backend_calls", "stage_ms"}
+
+
+def cacheable(status: str, stats: JobStats) -> bool:
+    return status == "ok" and (stats.rerank is None or stats.rerank in CACHEABLE_RERANK)
+
+
+def cache_entry(results: list[ResultItem], context: str, stats: JobStats) -> bytes:
+    """The stored form of a cacheable answer."""
+    entry = {"results": [r.model_dump(mode="json") for r in results], "context": context,
+             "stats": stats.model_dump(mode="json", exclude_none=True, exclude=_PER_RUN)}
+    return json.dumps(entry).encode()
+
+
+def read_entry(raw: bytes | str, looked_up_ms: float) -> tuple[list[ResultItem], str, JobStats]:
+    """A cached answer: its results, context, and stats marked as a hit."""
+    data = json.loads(raw)
+    stats = JobStats.model_validate({**data["stats"], "cache_hit": True, "stage_ms": {"cache": looked_up_ms}})
+    return [ResultItem.model_validate(item) for item in data["results"]], data["context"], stats

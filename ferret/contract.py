@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
 from ferret.errors import InvalidRequest
 from ferret.records import Filters, encodable_text
 from ferret.settings import LimitSettings
+from ferret.stats import JobStats
 
 JOB_FUNCTION = "worker.job.run_retrieval"
 
@@ -149,7 +150,11 @@ class RetrievalResult(BaseModel):
     error: str | None = None
     results: list[ResultItem] = []
     context: str = ""
-    stats: dict[str, Any] = {}
+    stats: JobStats = JobStats()
     timestamps: Timestamps
     trace_id: str | None = None
     worker: str | None = None
+
+    @field_serializer("stats")
+    def _stats_as_stored(self, stats: JobStats) -> dict[str, Any]:
+        return stats.to_json()

@@ -10,7 +10,6 @@ per worker process by ``WorkerContext``.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -23,7 +22,7 @@ import redis
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
-from ferret.cache import cache_key
+from ferret.cache import cache_entry, cache_key, cacheable, read_entry
 from ferret.contract import (
     NAMESPACE_PATTERN,
     REQUEST_ID_PATTERN,
@@ -37,7 +36,8 @@ from ferret.envelope import JobEnvelope, deadline_of, epoch_field
 from ferret.errors import BackendError, FerretError, InvalidRequest
 from ferret.job_ids import binds
 from ferret.results import ResultStore, WriteOutcome
-from ferret.settings import CoRetrievalSettings, Settings, load_settings
+from ferret.settings import LimitSettings, Settings, load_settings
+from ferret.stats import JobStats
 from ferret.tracing import Span, SpanCollector, new_span_id, new_trace_id
 from worker.backends.factory import Backends, build_backends
 from worker.llm.reranker import LLMScorer
@@ -60,21 +60,6 @@ class WorkerContext:
 
 _context: WorkerContext | None = None
 _finished: dict[str, RetrievalResult] = {}  # results of jobs run in this process, for metrics
-
-
-# A result whose asked-for re-rank fell back is not cached: the next ask may get it.
-CACHEABLE_RERANK = ("off", "ok", "too_few", "disabled")
-
-
-# Per-run stats a cache hit must not repeat (a hit does not strengthen co-retrieval again).
-NOT_CACHED_STATS = ("backend_calls", "stage_ms", "co_retrieval_amount")
-
-
-def _co_retrieval_amount(settings: CoRetrievalSettings, request: RetrievalRequest) -> float | None:
-    """How much this job's co-retrieved memories are strengthened (None: not at all)."""
-    if not settings.enabled or (request.queue == "batch" and not settings.on_batch):
-        return None
-    return settings.explicit_amount if request.options.recall == "explicit" else settings.amount
 
 
 def take_finished(job_id: str) -> RetrievalResult | None:
@@ -174,7 +159,7 @@ class _Outcome:
     results: list[ResultItem] = field(default_factory=list)
     context: str = ""
     error: str | None = None
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: JobStats = field(default_factory=JobStats)
     cache: tuple[str, bytes, int] | None = None  # an entry to write with the result
 
 
@@ -193,10 +178,8 @@ def _cached(ctx: WorkerContext, env: JobEnvelope, request: RetrievalRequest,
     looked_up_ms = round(span.duration_ms, 3)
     if raw is None:
         return key, looked_up_ms, None
-    data = json.loads(raw)
-    stats = {**data["stats"], "cache_hit": True, "stage_ms": {"cache": looked_up_ms}}
-    results = [ResultItem.model_validate(item) for item in data["results"]]
-    return key, looked_up_ms, _Outcome("ok", results, data["context"], stats=stats)
+    results, context, stats = read_entry(raw, looked_up_ms)
+    return key, looked_up_ms, _Outcome("ok", results, context, stats=stats)
 
 
 def _run(ctx: WorkerContext, env: JobEnvelope, job_id: str, tracer: SpanCollector, started_at: float) -> _Outcome:
@@ -221,19 +204,14 @@ def _run(ctx: WorkerContext, env: JobEnvelope, job_id: str, tracer: SpanCollecto
             span.set(partial=outcome.partial)
     except BackendError as exc:
         logger.warning("job=%s stage=search backend failed: %s", job_id, exc)
-        return _Outcome("failed", error=str(exc), stats={"backend_calls": exc.calls})
+        return _Outcome("failed", error=str(exc), stats=JobStats(backend_calls=exc.calls))
     status = "partial" if outcome.partial or budget.expired() else "ok"
-    stats = outcome.stats.to_dict()
+    stats = JobStats.model_validate(outcome.stats.to_dict())
     if key is not None:
-        stats.update(cache_hit=False, stage_ms={"cache": looked_up_ms, **stats["stage_ms"]})
-    amount = _co_retrieval_amount(ctx.settings.co_retrieval, request)
-    if amount is not None:
-        stats["co_retrieval_amount"] = amount
+        stats = stats.with_(cache_hit=False, stage_ms={"cache": looked_up_ms, **(stats.stage_ms or {})})
     done = _Outcome(status, result_items(outcome.hits, outcome.sub_queries), outcome.context, stats=stats)
-    if key is not None and status == "ok" and stats.get("rerank") in CACHEABLE_RERANK:
-        entry = {"results": [r.model_dump(mode="json") for r in done.results], "context": done.context,
-                 "stats": {k: v for k, v in done.stats.items() if k not in NOT_CACHED_STATS}}
-        done.cache = (key, json.dumps(entry).encode(), ctx.settings.cache.ttl_seconds)
+    if key is not None and cacheable(status, stats):
+        done.cache = (key, cache_entry(done.results, done.context, stats), ctx.settings.cache.ttl_seconds)
     return done
 
 
@@ -241,7 +219,7 @@ def _refuse(ctx: WorkerContext, env: _Stamps, started_at: float, trace_id: str, 
             message: str) -> RetrievalResult:
     """The ``failed`` result of a payload that is not run; nothing of the
     payload is echoed but what the request's own validation let through."""
-    result = _result(ctx, env, None, "failed", started_at, trace_id, error=message, stats={"refused": reason})
+    result = _result(ctx, env, None, "failed", started_at, trace_id, error=message, stats=JobStats(refused=reason))
     ctx.results.write(result, None)
     logger.warning("job=%s status=failed refused (%s): %s", env.job_id, reason, message)
     return result
@@ -314,6 +292,14 @@ def _write_with_trace(ctx: WorkerContext, result: RetrievalResult, tracer: SpanC
             span.trace_id = tracer.trace_id
         result = result.model_copy(update={"trace_id": tracer.trace_id})
     raise FerretError(f"job={result.job_id}: no free trace id after 3 tries")
+
+
+def request_of(payload: Any, limits: LimitSettings) -> RetrievalRequest | None:
+    """The request a payload carries, or None when it is not a valid envelope."""
+    try:
+        return JobEnvelope.parse(payload, limits).request
+    except InvalidRequest:
+        return None
 
 
 def lost_result(ctx: WorkerContext, payload: Any, job_id: str, origin: str | None, reason: str) -> RetrievalResult:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import redis
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -23,6 +22,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
+from ferret.stats import JobStats
 from worker.intake import REFUSAL_REASONS
 from worker.pipeline.complexity import Route
 
@@ -156,29 +156,28 @@ class FerretMetrics:
             self.deadline_misses.labels("running").inc()
         self._record_stats(result.stats, backend)
 
-    def _record_stats(self, stats: dict[str, Any], backend: str) -> None:
-        if stats.get("refused") in REFUSAL_REASONS:
-            self.refused.labels(stats["refused"]).inc()
+    def _record_stats(self, stats: JobStats, backend: str) -> None:
+        if stats.refused in REFUSAL_REASONS:
+            self.refused.labels(stats.refused).inc()
             return
-        cache_hit = stats.get("cache_hit")
-        if cache_hit is not None:
-            self.cache.labels("hit" if cache_hit else "miss").inc()
-        for stage, ms in stats.get("stage_ms", {}).items():
+        if stats.cache_hit is not None:
+            self.cache.labels("hit" if stats.cache_hit else "miss").inc()
+        for stage, ms in (stats.stage_ms or {}).items():
             if stage in STAGES:
                 self.stage_duration.labels(stage).observe(ms / 1000)
-        if cache_hit:  # served from the cache: the pipeline did not run
+        if stats.cache_hit:  # served from the cache: the pipeline did not run
             return
-        if stats.get("route") in Route.__members__:
-            self.routes.labels(stats["route"]).inc()
-        self.retries.inc(stats.get("retries", 0))
-        self.replacements_attempted.inc(stats.get("replacements_attempted", 0))
-        self.replacements_successful.inc(stats.get("replacements_successful", 0))
-        if stats.get("was_decomposed"):
+        if stats.route in Route.__members__:
+            self.routes.labels(stats.route).inc()
+        self.retries.inc(stats.retries or 0)
+        self.replacements_attempted.inc(stats.replacements_attempted or 0)
+        self.replacements_successful.inc(stats.replacements_successful or 0)
+        if stats.was_decomposed:
             self.decompositions.inc()
-        if stats.get("rerank") in RERANK_OUTCOMES:
-            self.rerank.labels(stats["rerank"]).inc()
-        self.sub_queries.inc(len(stats.get("sub_queries", [])))
+        if stats.rerank in RERANK_OUTCOMES:
+            self.rerank.labels(stats.rerank).inc()
+        self.sub_queries.inc(len(stats.sub_queries or []))
         name = backend if backend in BACKENDS else "local"
-        for _operation, outcome, seconds in stats.get("backend_calls", []):
+        for _operation, outcome, seconds in stats.backend_calls or []:
             self.backend_requests.labels(name, outcome if outcome in BACKEND_OUTCOMES else "error").inc()
             self.backend_latency.labels(name).observe(seconds)

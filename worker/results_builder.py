@@ -38,8 +38,7 @@ def fit_result(result: RetrievalResult, max_bytes: int) -> RetrievalResult:
     results from the tail. Marks ``stats.truncated``. Untouched when it fits."""
     if len(result.model_dump_json()) <= max_bytes:
         return result
-    stats = {**result.stats, "truncated": True}
-    trimmed = result.model_copy(update={"stats": stats})
+    trimmed = result.model_copy(update={"stats": result.stats.with_(truncated=True)})
     while len(trimmed.model_dump_json()) > max_bytes and trimmed.context:
         trimmed = trimmed.model_copy(update={"context": trimmed.context[: len(trimmed.context) // 2]})
     while len(trimmed.model_dump_json()) > max_bytes and trimmed.results:

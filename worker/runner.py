@@ -32,10 +32,10 @@ from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.settings import Settings
 from worker.bookkeeping import CoalescedBookkeeping, LeanJob, OneTripJobStart
-from worker.co_retrieval.applier import CoRetrievalApplier
+from worker.co_retrieval.applier import CoRetrievalApplier, co_retrieval_amount
 from worker.co_retrieval.wiring import co_retrieval_applier
 from worker.intake import Refusal, guarded_queue_class, mark_failed
-from worker.job import WorkerContext, init_context, lost_result, refused_result, take_finished
+from worker.job import WorkerContext, init_context, lost_result, refused_result, request_of, take_finished
 from worker.maintenance import sweep
 from worker.metrics import FerretMetrics
 from worker.reaper import reap
@@ -130,7 +130,9 @@ class _Observed:
             return
         self.ferret_metrics.record(result, self.ferret_backend)
         if self.ferret_co_retrieval is not None:
-            self.ferret_co_retrieval.submit(result)
+            request = request_of(job.args[0] if job.args else None, self.ferret_context.settings.limits)
+            amount = co_retrieval_amount(self.ferret_context.settings.co_retrieval, request)
+            self.ferret_co_retrieval.submit(result, amount)
 
 
 class ObservedSimpleWorker(_Observed, OneTripJobStart, CoalescedBookkeeping, SimpleWorker):

@@ -43,8 +43,8 @@ def repeated_batch(memories: Mapping[str, Sequence[Memory]], queries: Sequence[t
                     start = time.perf_counter()
                     result = execute(ctx, payload, job_id_for(namespace, None))
                     times.append(time.perf_counter() - start)
-                    hits.append(bool(result.stats.get("cache_hit")))
-                    lookups.append(result.stats.get("stage_ms", {}).get("cache", 0.0))
+                    hits.append(bool(result.stats.cache_hit))
+                    lookups.append((result.stats.stage_ms or {}).get("cache", 0.0))
                 passes.append({"hit_ratio": round(sum(hits) / len(hits), 4),
                                "median_job_ms": round(statistics.median(times) * 1000, 3),
                                "median_lookup_ms": round(statistics.median(lookups), 3)})

@@ -127,10 +127,10 @@ def _show_metrics(ports: list[int], results) -> None:
     stats = [r.stats for r in results]
     rows = (
         ("ferret_jobs_total", float(len(results))),
-        ("ferret_retries_total", float(sum(s.get("retries", 0) for s in stats))),
-        ("ferret_replacements_attempted_total", float(sum(s.get("replacements_attempted", 0) for s in stats))),
-        ("ferret_replacements_successful_total", float(sum(s.get("replacements_successful", 0) for s in stats))),
-        ("ferret_decompositions_total", float(sum(bool(s.get("was_decomposed")) for s in stats))),
+        ("ferret_retries_total", float(sum(s.retries or 0 for s in stats))),
+        ("ferret_replacements_attempted_total", float(sum(s.replacements_attempted or 0 for s in stats))),
+        ("ferret_replacements_successful_total", float(sum(s.replacements_successful or 0 for s in stats))),
+        ("ferret_decompositions_total", float(sum(bool(s.was_decomposed) for s in stats))),
     )
     urls = ", ".join(f"http://127.0.0.1:{p}/metrics" for p in ports)
     click.echo(f"\nmetrics scraped from {urls}")
@@ -147,9 +147,9 @@ def _show(producer: Producer, jobs, results, elapsed: float) -> None:
             click.echo(f"{queue:<9} {'timeout':<8}  {text}")
             continue
         s = result.stats
-        click.echo(f"{queue:<9} {result.status:<8} {s.get('route', '-'):<9} "
-                   f"{'yes' if s.get('was_decomposed') else 'no':<5} {s.get('retries', 0):>5} "
-                   f"{s.get('replacements_successful', 0)}/{s.get('replacements_attempted', 0):>3} "
+        click.echo(f"{queue:<9} {result.status:<8} {s.route or '-':<9} "
+                   f"{'yes' if s.was_decomposed else 'no':<5} {s.retries or 0:>5} "
+                   f"{s.replacements_successful or 0}/{s.replacements_attempted or 0:>3} "
                    f"{len(result.results):>4}  {text}")
     click.echo(f"\nall {len(jobs)} jobs answered in {elapsed:.2f}s")
     first = results[0]

@@ -27,23 +27,23 @@ def results_table(result: RetrievalResult) -> str:
 
 
 def stats_block(result: RetrievalResult) -> str:
-    s: dict[str, Any] = result.stats
-    if not s:
+    s = result.stats
+    if not s.to_json():
         return f"status: {result.status}" + (f"  error: {result.error}" if result.error else "")
     lines = [
         f"status: {result.status}" + (f"  error: {result.error}" if result.error else ""),
-        f"route: {s.get('route')} (complexity {s.get('complexity_score')})  type: {s.get('query_type')}"
-        f"  disqualifiers: {','.join(s.get('disqualifiers', [])) or '-'}"
-        f"  intents: {','.join(s.get('intents', [])) or '-'}",
-        f"decomposed: {s.get('was_decomposed')} ({s.get('decomposition_strategy')})"
-        f"  sub-queries: {' | '.join(s.get('sub_queries', []))}",
-        f"retries: {s.get('retries')}  replacements: {s.get('replacements_successful')}"
-        f"/{s.get('replacements_attempted')}  cache hit: {s.get('cache_hit', False)}"
-        f"  re-rank: {s.get('rerank', 'off')}  context tokens: {s.get('context_tokens')}",
-        "stage ms: " + "  ".join(f"{k} {v:.2f}" for k, v in s.get("stage_ms", {}).items()),
+        f"route: {s.route} (complexity {s.complexity_score})  type: {s.query_type}"
+        f"  disqualifiers: {','.join(s.disqualifiers or []) or '-'}"
+        f"  intents: {','.join(s.intents or []) or '-'}",
+        f"decomposed: {s.was_decomposed} ({s.decomposition_strategy})"
+        f"  sub-queries: {' | '.join(s.sub_queries or [])}",
+        f"retries: {s.retries}  replacements: {s.replacements_successful}"
+        f"/{s.replacements_attempted}  cache hit: {bool(s.cache_hit)}"
+        f"  re-rank: {s.rerank or 'off'}  context tokens: {s.context_tokens}",
+        "stage ms: " + "  ".join(f"{k} {v:.2f}" for k, v in (s.stage_ms or {}).items()),
     ]
-    if s.get("skipped_stages"):
-        lines.append(f"skipped: {', '.join(s['skipped_stages'])}")
+    if s.skipped_stages:
+        lines.append(f"skipped: {', '.join(s.skipped_stages)}")
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ def test_repeat_is_served_from_the_cache(producer, sample_namespace, start_worke
     start_workers(1)
     first = _ask(producer, "What's my BTC thesis?", sample_namespace)
     second = _ask(producer, "  what's my btc THESIS ", sample_namespace)
-    assert first.stats["cache_hit"] is False and second.stats["cache_hit"] is True
+    assert first.stats.cache_hit is False and second.stats.cache_hit is True
     assert [r.id for r in second.results] == [r.id for r in first.results]
     assert second.context == first.context
     names = {s["name"]: s for s in producer.trace(second.job_id)["spans"]}
@@ -31,7 +31,7 @@ def test_a_memory_change_invalidates_without_a_clear(producer, sample_namespace,
     MemoryStore(redis_client, sample_namespace).upsert(
         [Memory(id="new", content_title="volcano ferries", content_body="ferries stop during the eruption")])
     after = _ask(producer, "volcano ferries", sample_namespace)
-    assert after.stats["cache_hit"] is False
+    assert after.stats.cache_hit is False
     assert "new" in [r.id for r in after.results] and "new" not in [r.id for r in before.results]
 
 
@@ -39,13 +39,13 @@ def test_cache_never_crosses_namespaces_filters_or_options(producer, sample_name
                                                            redis_client):
     MemoryStore(redis_client, "other").upsert([Memory(id="o1", content_title="BTC thesis elsewhere")])
     start_workers(1)
-    assert _ask(producer, "BTC thesis", sample_namespace).stats["cache_hit"] is False
+    assert _ask(producer, "BTC thesis", sample_namespace).stats.cache_hit is False
     other = _ask(producer, "BTC thesis", "other")
-    assert other.stats["cache_hit"] is False and [r.id for r in other.results] == ["o1"]
+    assert other.stats.cache_hit is False and [r.id for r in other.results] == ["o1"]
     filtered = _ask(producer, "BTC thesis", sample_namespace, filters={"subtype": "custom:thesis"})
-    assert filtered.stats["cache_hit"] is False
-    assert _ask(producer, "BTC thesis", sample_namespace, options={"max_results": 2}).stats["cache_hit"] is False
-    assert _ask(producer, "BTC thesis", sample_namespace).stats["cache_hit"] is True
+    assert filtered.stats.cache_hit is False
+    assert _ask(producer, "BTC thesis", sample_namespace, options={"max_results": 2}).stats.cache_hit is False
+    assert _ask(producer, "BTC thesis", sample_namespace).stats.cache_hit is True
 
 
 def test_identical_prefetch_requests_in_flight_are_one_job(producer, sample_namespace, start_workers,

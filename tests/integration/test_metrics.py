@@ -71,22 +71,22 @@ def test_counts_are_exact(worker_class, producer, sample_namespace, start_worker
     assert value("ferret_jobs_total", queue="prefetch", status="failed") == 1  # counted on the queue it came from
     assert sum(v for (n, _), v in m.items() if n == "ferret_jobs_total") == len(results) + 2
     assert value("ferret_deadline_misses_total", phase="queued") == 1
-    ran = [r for r in results if not r.stats["cache_hit"]]  # cache hits did not run the pipeline
+    ran = [r for r in results if not r.stats.cache_hit]  # cache hits did not run the pipeline
     hits = len(results) - len(ran)
     assert hits > 0 and len(ran) >= len(QUERIES), "repeated queries are served from the cache"
     assert value("ferret_cache_requests_total", result="hit") == hits
     assert value("ferret_cache_requests_total", result="miss") == len(ran)  # expired and invalid jobs never look
-    retries = sum(r.stats["retries"] for r in ran)
-    attempted = sum(r.stats["replacements_attempted"] for r in ran)
-    successful = sum(r.stats["replacements_successful"] for r in ran)
+    retries = sum(r.stats.retries for r in ran)
+    attempted = sum(r.stats.replacements_attempted for r in ran)
+    successful = sum(r.stats.replacements_successful for r in ran)
     assert retries > 0 and attempted > 0, "the sample queries exercise both mechanisms"
     assert value("ferret_retries_total") == retries
     assert value("ferret_replacements_attempted_total") == attempted
     assert value("ferret_replacements_successful_total") == successful
-    assert value("ferret_decompositions_total") == sum(r.stats["was_decomposed"] for r in ran)
-    assert value("ferret_sub_queries_total") == sum(len(r.stats["sub_queries"]) for r in ran)
+    assert value("ferret_decompositions_total") == sum(r.stats.was_decomposed for r in ran)
+    assert value("ferret_sub_queries_total") == sum(len(r.stats.sub_queries) for r in ran)
     assert value("ferret_stage_duration_seconds_count", stage="merge") == len(ran)
-    calls = sum(len(r.stats["backend_calls"]) for r in ran)
+    calls = sum(len(r.stats.backend_calls) for r in ran)
     assert value("ferret_backend_requests_total", backend="local", outcome="ok") == calls
     assert value("ferret_queue_depth", queue="prefetch") == 0
     assert value("ferret_worker_busy") == 0

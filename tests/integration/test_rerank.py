@@ -31,9 +31,9 @@ def test_asked_rerank_reorders_flags_and_counts(chat, producer, sample_namespace
     port = free_port()
     start_workers(1, "--metrics-port", str(port), extra_env=_rerank_env(chat))
     plain = _ask(producer, sample_namespace, "BTC")
-    assert plain.stats["rerank"] == "off" and not chat.requests
+    assert plain.stats.rerank == "off" and not chat.requests
     reranked = _ask(producer, sample_namespace, "BTC", rerank=True)
-    assert reranked.status == "ok" and reranked.stats["rerank"] == "ok"
+    assert reranked.status == "ok" and reranked.stats.rerank == "ok"
     assert len(chat.requests) == 1
     assert reranked.results[0].rerank_score == 10.0 and "funding" in reranked.results[0].preview.lower()
     assert plain.results[0].id != reranked.results[0].id, "the sample corpus's top BTC hit is not about funding"
@@ -51,11 +51,11 @@ def test_failures_fall_back_are_counted_and_not_cached(mode, chat, producer, sam
     start_workers(1, "--metrics-port", str(port), extra_env=_rerank_env(chat))
     first = _ask(producer, sample_namespace, "BTC", rerank=True)
     reason = {"malformed": "malformed", "error500": "error", "slow": "timeout"}[mode]
-    assert first.status == "ok" and first.stats["rerank"] == reason
+    assert first.status == "ok" and first.stats.rerank == reason
     assert all(r.rerank_score is None for r in first.results)
     assert [r.score for r in first.results] == sorted((r.score for r in first.results), reverse=True)
     second = _ask(producer, sample_namespace, "BTC", rerank=True)
-    assert second.stats["cache_hit"] is False, "a fallen-back re-rank is not cached"
+    assert second.stats.cache_hit is False, "a fallen-back re-rank is not cached"
     assert wait_for_metrics(port)[("ferret_rerank_total", (("outcome", reason),))] == 2
     after = _ask(producer, sample_namespace, "what signals are firing right now?")
     assert after.status == "ok", "the worker keeps serving"
@@ -67,7 +67,7 @@ def test_a_slow_llm_never_makes_a_job_miss_its_deadline(chat, producer, sample_n
     handle = producer.enqueue({"query": "BTC", "namespace": sample_namespace, "deadline_seconds": 1.5,
                                "options": {"rerank": True}})
     result = producer.wait(handle, 20)
-    assert result.stats["rerank"] == "timeout" and result.results
+    assert result.stats.rerank == "timeout" and result.results
     assert result.status == "ok", "the call stops short of the deadline, leaving time to finish"
     late = result.timestamps.finished_at - result.timestamps.deadline_at
     assert late < 1.0, f"finished {late:.2f}s after the deadline"

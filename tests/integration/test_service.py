@@ -21,7 +21,7 @@ def test_enqueue_to_result_with_trace(producer, sample_namespace, start_workers)
     handle = producer.enqueue({"query": COMPOUND, "namespace": sample_namespace})
     result = producer.wait(handle, 20)
     assert result is not None and result.status == "ok"
-    assert result.stats["was_decomposed"] and len(result.stats["sub_queries"]) == 2
+    assert result.stats.was_decomposed and len(result.stats.sub_queries) == 2
     assert {item.sub_query for item in result.results} == {0, 1}
     assert {"m01", "m04"} <= {item.id for item in result.results}
     assert "[thesis · KNOWLEDGE]" in result.context

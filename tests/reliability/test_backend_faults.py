@@ -29,4 +29,4 @@ def test_faulty_backend(mode, message, sample_nous, producer, start_workers):
     samples = scrape(port)
     outcome = "timeout" if mode == "slow" else "error"
     errors = samples[("ferret_backend_requests_total", (("backend", "nous"), ("outcome", outcome)))]
-    assert errors == len(failed.stats["backend_calls"]) >= 1
+    assert errors == len(failed.stats.backend_calls) >= 1

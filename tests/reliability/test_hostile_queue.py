@@ -72,7 +72,7 @@ def next_job_is_ok(producer: Producer, proc) -> None:
 def failed_result(producer: Producer, job_id: str, reason: str, words: str):
     result = producer.wait(job_id, 20)
     assert result is not None and result.status == "failed", (job_id, result)
-    assert result.stats.get("refused") == reason and words in (result.error or ""), result
+    assert result.stats.refused == reason and words in (result.error or ""), result
     assert result.results == [] and result.context == ""
     return result
 

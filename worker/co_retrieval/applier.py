@@ -7,8 +7,8 @@ strengthening is dropped and counted, never waited for. A failure is logged
 and counted; it never touches the job or the worker. Work still pending when
 the worker stops is lost (strengthening is a hint, not data).
 
-The job decides whether it strengthens, and by how much (it knows the
-request): ``stats.co_retrieval_amount``; results without it are ignored.
+The caller says how much a result strengthens (``co_retrieval_amount``, from
+the settings and the job's request); cache hits never strengthen again.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ferret.contract import RetrievalResult
+from ferret.contract import RetrievalRequest, RetrievalResult
+from ferret.settings import CoRetrievalSettings
 from worker.co_retrieval.groups import groups_of
 
 logger = logging.getLogger(__name__)
@@ -45,10 +46,9 @@ class CoRetrievalApplier:
         self._thread = threading.Thread(target=self._loop, name="ferret-co-retrieval", daemon=True)
         self._thread.start()
 
-    def submit(self, result: RetrievalResult) -> bool:
-        """Queue the result's strengthening if it has any; False if dropped or nothing to do."""
-        amount = result.stats.get("co_retrieval_amount")
-        if not isinstance(amount, (int, float)) or isinstance(amount, bool) or amount <= 0:
+    def submit(self, result: RetrievalResult, amount: float | None) -> bool:
+        """Queue the result's strengthening by ``amount``; False if dropped or nothing to do."""
+        if amount is None or amount <= 0 or result.stats.cache_hit:
             return False
         groups = groups_of(result.results, self._max_group_size)
         if not groups:
@@ -90,3 +90,10 @@ class CoRetrievalApplier:
                 self._observe("failed", 0)
             finally:
                 self._pending.task_done()
+
+
+def co_retrieval_amount(settings: CoRetrievalSettings, request: RetrievalRequest | None) -> float | None:
+    """How much a job's co-retrieved memories are strengthened (None: not at all)."""
+    if request is None or not settings.enabled or (request.queue == "batch" and not settings.on_batch):
+        return None
+    return settings.explicit_amount if request.options.recall == "explicit" else settings.amount

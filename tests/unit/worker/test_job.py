@@ -61,5 +61,5 @@ def test_a_trace_id_already_taken_moves_to_a_new_id(ctx):
 
 def test_a_payload_under_another_requests_id_is_not_run(ctx):
     result = execute(ctx, _payload(namespace="tenant-a", request_id="r1"), job_id_for("tenant-b", "r1"))
-    assert result.status == "failed" and result.stats == {"refused": "tenant_mismatch"}
+    assert result.status == "failed" and result.stats.to_json() == {"refused": "tenant_mismatch"}
     assert result.namespace == "?" and result.request_id is None

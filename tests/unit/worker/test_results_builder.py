@@ -19,5 +19,5 @@ def test_large_results_are_trimmed_to_the_limit_and_marked():
     result = _result(40)
     fitted = fit_result(result, 10_000)
     assert len(fitted.model_dump_json()) <= 10_000
-    assert fitted.stats["truncated"] is True and 0 < len(fitted.results) < 40
+    assert fitted.stats.truncated is True and 0 < len(fitted.results) < 40
     assert [r.id for r in fitted.results] == [r.id for r in result.results[: len(fitted.results)]]

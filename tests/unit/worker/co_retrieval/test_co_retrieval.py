@@ -7,11 +7,11 @@ import pytest
 from ferret.contract import RetrievalRequest, RetrievalResult, Timestamps
 from ferret.records import Filters, Hit, Memory
 from ferret.settings import CoRetrievalSettings
+from ferret.stats import JobStats
 from worker.backends.local import LocalBackends, MemoryStore
 from worker.co_retrieval.affinity import InMemoryAffinity, RedisAffinity, with_affinity
-from worker.co_retrieval.applier import CoRetrievalApplier
+from worker.co_retrieval.applier import CoRetrievalApplier, co_retrieval_amount
 from worker.co_retrieval.groups import groups_of, pairs
-from worker.job import _co_retrieval_amount
 
 
 @dataclass
@@ -89,19 +89,18 @@ def _request(**fields):
 
 def test_the_job_decides_the_amount():
     on = CoRetrievalSettings(enabled=True)
-    assert _co_retrieval_amount(CoRetrievalSettings(), _request()) is None
-    assert _co_retrieval_amount(on, _request()) == 0.03
-    assert _co_retrieval_amount(on, _request(options={"recall": "explicit"})) == 0.05
-    assert _co_retrieval_amount(on, _request(queue="batch")) is None
-    assert _co_retrieval_amount(on.model_copy(update={"on_batch": True}), _request(queue="batch")) == 0.03
+    assert co_retrieval_amount(CoRetrievalSettings(), _request()) is None
+    assert co_retrieval_amount(on, _request()) == 0.03
+    assert co_retrieval_amount(on, _request(options={"recall": "explicit"})) == 0.05
+    assert co_retrieval_amount(on, _request(queue="batch")) is None
+    assert co_retrieval_amount(on.model_copy(update={"on_batch": True}), _request(queue="batch")) == 0.03
 
 
 def _result(amount, items=(("a", 0), ("b", 0), ("x", 1))):
     results = [{"id": i, "score": 0.5, "original_score": 0.5, "section": "KNOWLEDGE", "subtype": None,
                 "sub_query": g, "sub_query_text": None, "title": i, "preview": "", "date": None} for i, g in items]
-    stats = {} if amount is None else {"co_retrieval_amount": amount}
     return RetrievalResult(job_id="j", namespace="ns", queue="prefetch", status="ok", results=results,
-                           stats=stats, timestamps=Timestamps(enqueued_at=0, deadline_at=1))
+                           timestamps=Timestamps(enqueued_at=0, deadline_at=1)), amount
 
 
 def test_applier_strengthens_off_thread_and_observes():
@@ -109,9 +108,11 @@ def test_applier_strengthens_off_thread_and_observes():
     applier = CoRetrievalApplier(lambda ns, groups, amount: calls.append((ns, groups, amount,
                                  threading.current_thread().name)) or 1,
                                  max_group_size=10, max_pending=10, observe=lambda o, n: observed.append((o, n)))
-    assert applier.submit(_result(0.03))
-    assert not applier.submit(_result(None)), "the job did not ask for it"
-    assert not applier.submit(_result(0.03, items=(("a", 0), ("x", 1)))), "no group of two"
+    assert applier.submit(*_result(0.03))
+    assert not applier.submit(*_result(None)), "the job did not ask for it"
+    assert not applier.submit(*_result(0.03, items=(("a", 0), ("x", 1)))), "no group of two"
+    hit, amount = _result(0.03)
+    assert not applier.submit(hit.model_copy(update={"stats": JobStats(cache_hit=True)}), amount), "a cache hit"
     assert applier.drain(5)
     assert calls == [("ns", [["a", "b"]], 0.03, "ferret-co-retrieval")]
     assert observed == [("applied", 1)]
@@ -127,8 +128,8 @@ def test_applier_counts_failures_and_drops_when_full():
 
     applier = CoRetrievalApplier(strengthen, max_group_size=10, max_pending=1,
                                  observe=lambda o, n: observed.append(o))
-    assert applier.submit(_result(0.03))  # taken by the thread, blocked on the gate
-    deadline_ok = [applier.submit(_result(0.03)) for _ in range(3)]
+    assert applier.submit(*_result(0.03))  # taken by the thread, blocked on the gate
+    deadline_ok = [applier.submit(*_result(0.03)) for _ in range(3)]
     assert deadline_ok.count(False) >= 2, "past max_pending, dropped"
     gate.set()
     assert applier.drain(5)

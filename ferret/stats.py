@@ -1,0 +1,54 @@
+"""What a job did, as its result's ``stats`` carries it: one typed record.
+
+Every field is optional and a job records what applies to it: a job that
+ran the pipeline has the pipeline's counters and timings, a cache hit has
+``cache_hit`` and the cached run's counters, a refused queue entry only
+``refused``. The stored JSON leaves out what is unset, so readers of results
+see the same documents as before this record existed. Unknown keys in a
+stored document (older versions) are ignored on reading.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class JobStats(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    # The plan (classify, decompose, complexity).
+    complexity_score: float | None = None
+    route: str | None = None
+    query_type: str | None = None
+    disqualifiers: list[str] | None = None
+    intents: list[str] | None = None
+    was_decomposed: bool | None = None
+    decomposition_strategy: str | None = None
+    sub_queries: list[str] | None = None
+    # The searches and what followed.
+    retries: int | None = None
+    replacements_attempted: int | None = None
+    replacements_successful: int | None = None
+    sub_query_errors: int | None = None
+    sub_query_timeouts: int | None = None
+    remote_classifier: str | None = None
+    candidates: int | None = None
+    context_tokens: int | None = None
+    rerank: str | None = None  # off | ok | disabled | deadline | too_few | timeout | error | malformed
+    stage_ms: dict[str, float] | None = None
+    skipped_stages: list[str] | None = None
+    backend_calls: list[tuple[str, str, float]] | None = None  # (operation, outcome, seconds)
+    # The job around the pipeline.
+    cache_hit: bool | None = None
+    refused: str | None = None  # why a queue entry was not run (see worker.intake)
+    truncated: bool | None = None  # the result was cut to fit limits.max_result_bytes
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form: only what is set."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def with_(self, **changes: Any) -> JobStats:
+        """A copy with ``changes`` (validated)."""
+        return JobStats.model_validate({**self.model_dump(exclude_none=True), **changes})
