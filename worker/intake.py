@@ -12,7 +12,7 @@ told (it writes a ``failed`` result for an entry with a Ferret job id and
 counts it) and the worker goes on to the next entry.
 
 Checks on the payload itself (its shape, and that its id is the one its
-namespace and request id give) are the job core's (``worker.job``).
+namespace and request id give) are the job core's (``worker.core.run``).
 """
 
 from __future__ import annotations

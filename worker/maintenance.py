@@ -31,13 +31,14 @@ from rq.registry import FailedJobRegistry, FinishedJobRegistry
 from rq.worker_registration import clean_worker_registry
 
 from ferret.envelope import deadline_of
+from worker.core.resources import WorkerResources
+from worker.core.results import lost_result
 from worker.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
-from worker.job import WorkerContext, lost_result
 
 logger = logging.getLogger(__name__)
 
 
-def sweep(queue: Queue, ctx: WorkerContext, on_refused: Callable[[Refusal], None], now: float) -> None:
+def sweep(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], None], now: float) -> None:
     """One maintenance pass over ``queue``'s registries (see the module)."""
     steps: list[tuple[str, Callable[[], object]]] = [
         ("finished registry", FinishedJobRegistry(queue=queue).cleanup),
@@ -54,7 +55,7 @@ def sweep(queue: Queue, ctx: WorkerContext, on_refused: Callable[[Refusal], None
             logger.exception("queue %s: maintenance of the %s failed", queue.name, name)
 
 
-def _sweep_intermediate(queue: Queue, ctx: WorkerContext, on_refused: Callable[[Refusal], None],
+def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], None],
                         now: float) -> None:
     intermediate = IntermediateQueue(queue.key, connection=queue.connection)
     connection = queue.connection

@@ -23,8 +23,9 @@ from rq.serializers import JSONSerializer
 
 from ferret.contract import RetrievalResult
 from ferret.envelope import deadline_of
+from worker.core.resources import WorkerResources
+from worker.core.results import lost_result
 from worker.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
-from worker.job import WorkerContext, lost_result
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +33,12 @@ LOCK_KEY = "ferret:reaper:lock"
 RERUNS = "ferret_reruns"
 
 
-def _worker_alive(ctx: WorkerContext, job: Job) -> bool:
+def _worker_alive(ctx: WorkerResources, job: Job) -> bool:
     """A job not yet stamped with its worker is just starting: count it alive."""
     return not job.worker_name or bool(ctx.client.exists(f"rq:worker:{job.worker_name}"))
 
 
-def reap(ctx: WorkerContext, queues: Sequence[Queue], now: float | None = None,
+def reap(ctx: WorkerResources, queues: Sequence[Queue], now: float | None = None,
          on_refused: Callable[[Refusal], None] = lambda refusal: None) -> list[RetrievalResult]:
     """One pass; returns the ``failed`` results it wrote (re-runs are only logged).
 
@@ -64,7 +65,7 @@ def reap(ctx: WorkerContext, queues: Sequence[Queue], now: float | None = None,
     return written
 
 
-def _reap_entry(ctx: WorkerContext, queue: Queue, registry: StartedJobRegistry, raw: Any, now: float,
+def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry, raw: Any, now: float,
                 on_refused: Callable[[Refusal], None]) -> RetrievalResult | None:
     """Judge one started-registry entry (``job_id`` or ``job_id:execution_id``)."""
     job_id = registry_entry_id(raw)

@@ -32,10 +32,13 @@ from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.settings import Settings
 from worker.bookkeeping import CoalescedBookkeeping, LeanJob, OneTripJobStart
-from worker.co_retrieval.applier import CoRetrievalApplier, co_retrieval_amount
+from worker.co_retrieval.applier import co_retrieval_amount
 from worker.co_retrieval.wiring import co_retrieval_applier
+from worker.core.report import JobReport, Observer, after_job
+from worker.core.resources import WorkerResources, build_resources
+from worker.core.results import lost_result, refused_result, request_of
 from worker.intake import Refusal, guarded_queue_class, mark_failed
-from worker.job import WorkerContext, init_context, lost_result, refused_result, request_of, take_finished
+from worker.job import report_of
 from worker.maintenance import sweep
 from worker.metrics import FerretMetrics
 from worker.reaper import reap
@@ -50,9 +53,9 @@ class _Observed:
     """Mixin: busy/idle, metrics after each job, and the reaper for lost jobs."""
 
     ferret_metrics: FerretMetrics
-    ferret_context: WorkerContext
+    ferret_context: WorkerResources
     ferret_backend: str
-    ferret_co_retrieval: CoRetrievalApplier | None = None
+    ferret_observers: list[Observer]
     ferret_on_refused: Callable[[Refusal], None]
     last_cleaned_at: Any
     _ferret_last_reap = 0.0
@@ -81,7 +84,7 @@ class _Observed:
         try:
             for result in reap(self.ferret_context, self.queues,  # type: ignore[attr-defined]
                                on_refused=self.ferret_on_refused):
-                self.ferret_metrics.record(result, self.ferret_backend)
+                after_job(self.ferret_observers, JobReport(result, None))
         except StopRequested:  # SIGTERM at an idle worker: RQ's way to stop, not a failure
             raise
         except Exception:
@@ -97,6 +100,7 @@ class _Observed:
         self.last_cleaned_at = utc_now()
 
     def execute_job(self, job: Job, queue: Queue) -> Any:
+        job.ferret_resources = self.ferret_context  # type: ignore[attr-defined]  # what the job runs with
         self.ferret_metrics.busy.set(1)
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]
@@ -120,19 +124,20 @@ class _Observed:
 
     def _record(self, job: Job) -> None:
         try:
-            result = take_finished(job.id) or self.ferret_context.results.read(job.id)  # forked: read it back
-            if result is None:  # the work horse died before writing one
-                payload = job.args[0] if job.args else None
-                result = lost_result(self.ferret_context, payload, job.id, job.origin,
-                                     "work horse died while running the job")
+            report = report_of(job) or self._stored_report(job)
         except Exception:
-            logger.exception("job=%s cannot read or write the result for metrics", job.id)
+            logger.exception("job=%s cannot read or write the result for its observers", job.id)
             return
-        self.ferret_metrics.record(result, self.ferret_backend)
-        if self.ferret_co_retrieval is not None:
-            request = request_of(job.args[0] if job.args else None, self.ferret_context.settings.limits)
-            amount = co_retrieval_amount(self.ferret_context.settings.co_retrieval, request)
-            self.ferret_co_retrieval.submit(result, amount)
+        after_job(self.ferret_observers, report)
+
+    def _stored_report(self, job: Job) -> JobReport:
+        """A forked work horse's report, read back from Redis (a horse that died wrote none: it is written now)."""
+        payload = job.args[0] if job.args else None
+        result = self.ferret_context.results.read(job.id)
+        if result is None:
+            result = lost_result(self.ferret_context, payload, job.id, job.origin,
+                                 "work horse died while running the job")
+        return JobReport(result, request_of(payload, self.ferret_context.settings.limits))
 
 
 class ObservedSimpleWorker(_Observed, OneTripJobStart, CoalescedBookkeeping, SimpleWorker):
@@ -149,7 +154,7 @@ WORKER_CLASSES: dict[str, type[Worker]] = {
 }
 
 
-def _refused(context: WorkerContext, metrics: FerretMetrics, backend: str, refusal: Refusal) -> None:
+def _refused(context: WorkerResources, metrics: FerretMetrics, backend: str, refusal: Refusal) -> None:
     """A queue entry the worker will not run: its ``failed`` result (when it
     has a usable job id), RQ's failed registry (when its hash was read), a count."""
     if refusal.job_id is None:
@@ -159,6 +164,24 @@ def _refused(context: WorkerContext, metrics: FerretMetrics, backend: str, refus
         queue = Queue(refusal.queue, connection=context.client, serializer=JSONSerializer)
         mark_failed(refusal.job, queue, f"refused by Ferret: {refusal.message}")
     metrics.record(refused_result(context, refusal.job_id, refusal.queue, refusal.reason, refusal.message), backend)
+
+
+def _observers(context: WorkerResources, metrics: FerretMetrics) -> list[Observer]:
+    """What hears of every finished job: metrics, and co-retrieval strengthening when on."""
+    backend, settings = context.settings.backend.kind, context.settings.co_retrieval
+
+    def record_metrics(report: JobReport) -> None:
+        metrics.record(report.result, backend)
+
+    observers: list[Observer] = [record_metrics]
+    if settings.enabled:
+        applier = co_retrieval_applier(context, metrics)
+
+        def strengthen(report: JobReport) -> None:
+            applier.submit(report.result, co_retrieval_amount(settings, report.request))
+
+        observers.append(strengthen)
+    return observers
 
 
 def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = QUEUES,
@@ -172,7 +195,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     cls = WORKER_CLASSES.get(kind)
     if cls is None:
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
-    context = init_context(settings, client)
+    context = build_resources(settings, client)
     metrics = metrics or FerretMetrics()
     def on_refused(refusal: Refusal) -> None:
         _refused(context, metrics, settings.backend.kind, refusal)
@@ -188,8 +211,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     worker.ferret_metrics = metrics  # type: ignore[attr-defined]
     worker.ferret_context = context  # type: ignore[attr-defined]
     worker.ferret_backend = settings.backend.kind  # type: ignore[attr-defined]
-    if settings.co_retrieval.enabled:
-        worker.ferret_co_retrieval = co_retrieval_applier(context, worker.ferret_metrics)  # type: ignore[attr-defined]
+    worker.ferret_observers = _observers(context, metrics)  # type: ignore[attr-defined]
     return worker
 
 

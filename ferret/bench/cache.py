@@ -23,7 +23,8 @@ from ferret.job_ids import job_id_for
 from ferret.records import Memory
 from ferret.settings import load_settings
 from worker.backends.local import MemoryStore
-from worker.job import execute, init_context
+from worker.core.resources import build_resources
+from worker.core.run import run_job
 
 
 def repeated_batch(memories: Mapping[str, Sequence[Memory]], queries: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def repeated_batch(memories: Mapping[str, Sequence[Memory]], queries: Sequence[t
             client = redis.Redis.from_url(server.url)
             for namespace, items in memories.items():
                 MemoryStore(client, namespace).upsert(items)
-            ctx = init_context(load_settings(environ={"FERRET_REDIS__URL": server.url}), client)
+            ctx = build_resources(load_settings(environ={"FERRET_REDIS__URL": server.url}), client)
             passes = []
             for _ in (1, 2):
                 hits, times, lookups = [], [], []
@@ -41,7 +42,7 @@ def repeated_batch(memories: Mapping[str, Sequence[Memory]], queries: Sequence[t
                     request = RetrievalRequest(query=query, namespace=namespace)
                     payload = JobEnvelope.new(request, 30).to_payload()
                     start = time.perf_counter()
-                    result = execute(ctx, payload, job_id_for(namespace, None))
+                    result = run_job(ctx, payload, job_id_for(namespace, None)).result
                     times.append(time.perf_counter() - start)
                     hits.append(bool(result.stats.cache_hit))
                     lookups.append((result.stats.stage_ms or {}).get("cache", 0.0))

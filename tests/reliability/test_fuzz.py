@@ -21,7 +21,8 @@ from ferret.errors import InvalidRequest
 from ferret.job_ids import job_id_for
 from ferret.settings import LimitSettings, load_settings
 from producer.client import Producer
-from worker.job import execute, init_context
+from worker.core.resources import build_resources
+from worker.core.run import run_job
 
 LIMITS = LimitSettings()
 FUZZ_JOB = job_id_for("any", None)  # the random-id form: a valid payload without a request id runs
@@ -70,7 +71,7 @@ def test_parse_request_on_anything(data):
 @pytest.fixture(scope="module")
 def fake_context():
     client = fakeredis.FakeRedis()
-    return client, init_context(load_settings(environ={}), client)
+    return client, build_resources(load_settings(environ={}), client)
 
 
 payloads = st.one_of(
@@ -90,7 +91,7 @@ payloads = st.one_of(
 def test_worker_always_ends_in_one_final_status_and_writes_only_its_keys(fake_context, payload):
     client, ctx = fake_context
     client.flushall()
-    result = execute(ctx, payload, FUZZ_JOB, origin="prefetch")
+    result = run_job(ctx, payload, FUZZ_JOB, origin="prefetch").result
     assert result.status in FINAL_STATUSES
     stored = ctx.results.read(FUZZ_JOB)
     assert stored is not None and stored.status == result.status

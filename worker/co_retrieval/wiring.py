@@ -6,11 +6,11 @@ from worker.backends.nous import NousBackend
 from worker.co_retrieval.affinity import RedisAffinity
 from worker.co_retrieval.applier import CoRetrievalApplier, Strengthen
 from worker.co_retrieval.nous_edges import strengthen_edges
-from worker.job import WorkerContext
+from worker.core.resources import WorkerResources
 from worker.metrics import FerretMetrics
 
 
-def co_retrieval_applier(context: WorkerContext, metrics: FerretMetrics) -> CoRetrievalApplier:
+def co_retrieval_applier(context: WorkerResources, metrics: FerretMetrics) -> CoRetrievalApplier:
     settings = context.settings.co_retrieval
     strengthen: Strengthen
     if context.settings.backend.kind == "nous":

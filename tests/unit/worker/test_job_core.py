@@ -11,14 +11,15 @@ import pytest
 
 from ferret.job_ids import job_id_for
 from ferret.settings import load_settings
-from worker import job as job_module
-from worker.job import execute, init_context
+from worker.core import run as run_module
+from worker.core.resources import build_resources
+from worker.core.run import run_job
 
 
 @pytest.fixture
 def ctx():
     client = fakeredis.FakeRedis()
-    return init_context(load_settings(environ={"FERRET_PIPELINE__MAX_RESULTS": "3"}), client)
+    return build_resources(load_settings(environ={"FERRET_PIPELINE__MAX_RESULTS": "3"}), client)
 
 
 def _payload(query: str = "BTC thesis", **request) -> dict:
@@ -27,9 +28,9 @@ def _payload(query: str = "BTC thesis", **request) -> dict:
 
 
 def test_a_forked_work_horse_keeps_the_parents_settings(ctx, monkeypatch):
-    monkeypatch.setattr(job_module, "_context", ctx)
+    assert ctx.for_this_process() is ctx
     monkeypatch.setattr(ctx, "name", f"{ctx.name.rsplit(':', 1)[0]}:{os.getpid() + 1}")  # as after a fork
-    rebuilt = job_module._get_context(ctx.client)
+    rebuilt = ctx.for_this_process(ctx.client)
     assert rebuilt is not ctx and rebuilt.name.endswith(f":{os.getpid()}")
     assert rebuilt.settings.pipeline.max_results == 3  # not the environment's default (20)
 
@@ -38,9 +39,9 @@ def test_an_unexpected_failure_keeps_the_trace_naming_the_stage(ctx, monkeypatch
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in a stage")
 
-    monkeypatch.setattr(job_module, "run_pipeline", broken)
+    monkeypatch.setattr(run_module, "run_pipeline", broken)
     job_id = job_id_for("default", None)
-    result = execute(ctx, _payload(), job_id)
+    result = run_job(ctx, _payload(), job_id).result
     assert result.status == "failed" and "internal error: RuntimeError" in (result.error or "")
     trace = ctx.results.trace(result.trace_id)
     assert trace is not None and trace["job_id"] == job_id
@@ -49,10 +50,10 @@ def test_an_unexpected_failure_keeps_the_trace_naming_the_stage(ctx, monkeypatch
 
 
 def test_a_trace_id_already_taken_moves_to_a_new_id(ctx):
-    first = execute(ctx, _payload(), job_id_for("default", None))
+    first = run_job(ctx, _payload(), job_id_for("default", None)).result
     before = ctx.results.trace(first.trace_id)
     stolen = {**_payload(), "trace_id": first.trace_id}
-    second = execute(ctx, stolen, job_id_for("default", None))
+    second = run_job(ctx, stolen, job_id_for("default", None)).result
     assert second.status == "ok" and second.trace_id != first.trace_id
     assert ctx.results.trace(first.trace_id) == before
     moved = ctx.results.trace(second.trace_id)
@@ -60,6 +61,6 @@ def test_a_trace_id_already_taken_moves_to_a_new_id(ctx):
 
 
 def test_a_payload_under_another_requests_id_is_not_run(ctx):
-    result = execute(ctx, _payload(namespace="tenant-a", request_id="r1"), job_id_for("tenant-b", "r1"))
+    result = run_job(ctx, _payload(namespace="tenant-a", request_id="r1"), job_id_for("tenant-b", "r1")).result
     assert result.status == "failed" and result.stats.to_json() == {"refused": "tenant_mismatch"}
     assert result.namespace == "?" and result.request_id is None

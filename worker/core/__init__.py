@@ -1,0 +1,1 @@
+"""The job core: one job from payload to stored result, with no RQ and no module state."""

@@ -1,0 +1,30 @@
+"""What one job hands its observers (metrics, co-retrieval) when it ends."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ferret.contract import RetrievalRequest, RetrievalResult
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobReport:
+    result: RetrievalResult  # as stored: the one final result of the job
+    request: RetrievalRequest | None  # None when the payload carried no valid request
+
+
+Observer = Callable[[JobReport], None]
+
+
+def after_job(observers: Sequence[Observer], report: JobReport) -> None:
+    """Tell every observer; one that fails is logged and the rest still run.
+    An observer must never hurt the job: it has already ended."""
+    for observer in observers:
+        try:
+            observer(report)
+        except Exception:
+            logger.exception("job=%s observer %s failed", report.result.job_id, getattr(observer, "__name__", observer))

@@ -1,0 +1,48 @@
+"""What a worker process builds once and every job uses: clients, indexes, the result store."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+import redis
+
+from ferret.results import ResultStore
+from ferret.settings import Settings
+from worker.backends.factory import Backends, build_backends
+from worker.llm.reranker import LLMScorer
+
+
+@dataclass
+class WorkerResources:
+    settings: Settings
+    client: redis.Redis
+    backends: Backends
+    results: ResultStore
+    name: str  # host:pid, as it appears in results
+    scorer: LLMScorer | None = None  # the re-rank stage's LLM, when switched on
+
+    @property
+    def pid(self) -> int:
+        return int(self.name.rsplit(":", 1)[1])
+
+    def for_this_process(self, client: redis.Redis | None = None) -> WorkerResources:
+        """These resources, or new ones from the same settings in a forked child
+        (clients and HTTP pools do not survive a fork; settings must: a work
+        horse of ``ferret --config FILE worker`` runs with FILE's settings)."""
+        if self.pid == os.getpid():
+            return self
+        return build_resources(self.settings, client or self.client)
+
+
+def build_resources(settings: Settings, client: redis.Redis) -> WorkerResources:
+    """Build the per-process clients; called at worker start-up (and in a forked child)."""
+    return WorkerResources(
+        settings=settings,
+        client=client,
+        backends=build_backends(settings, client),
+        results=ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds),
+        name=f"{socket.gethostname()}:{os.getpid()}",
+        scorer=LLMScorer(settings.rerank) if settings.rerank.enabled else None,
+    )

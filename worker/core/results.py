@@ -1,0 +1,146 @@
+"""Building and writing a job's one final result, whatever happened to it:
+run, refused at the queue, invalid, or lost with its worker."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ferret.contract import (
+    NAMESPACE_PATTERN,
+    REQUEST_ID_PATTERN,
+    RetrievalRequest,
+    RetrievalResult,
+    Timestamps,
+    parse_request,
+)
+from ferret.envelope import JobEnvelope, deadline_of, epoch_field
+from ferret.errors import FerretError, InvalidRequest
+from ferret.results import WriteOutcome
+from ferret.settings import LimitSettings
+from ferret.stats import JobStats
+from ferret.tracing import SpanCollector, new_trace_id
+from worker.core.resources import WorkerResources
+
+logger = logging.getLogger(__name__)
+
+NO_TRACE = "0" * 32  # the trace id of a result written without a trace
+
+
+@dataclass
+class Stamps:
+    """What a result needs of its job, whether or not its payload was valid."""
+
+    job_id: str
+    enqueued_at: float
+    deadline_at: float
+    raw_request: Any = None  # ids are copied from it, when well formed, for an invalid request
+    origin: str | None = None  # the RQ queue the job came from
+
+
+def stamps_of(envelope: JobEnvelope, job_id: str) -> Stamps:
+    return Stamps(job_id, envelope.enqueued_at, envelope.deadline_at)
+
+
+def stamps_of_invalid(payload: Any, job_id: str, origin: str | None) -> Stamps:
+    """Stamps read leniently from a payload that is not a valid envelope (its deadline: now)."""
+    now = time.time()
+    data = payload if isinstance(payload, dict) else {}
+    try:
+        enqueued = epoch_field(data, "enqueued_at")
+    except InvalidRequest:
+        enqueued = now
+    return Stamps(job_id, enqueued, now, data.get("request"), origin)
+
+
+def _valid_or_none(value: Any, pattern: re.Pattern[str]) -> str | None:
+    """An id copied from an invalid request only when it is well formed."""
+    return value if isinstance(value, str) and len(value) <= 256 and pattern.fullmatch(value) else None
+
+
+def _safe_text(text: str | None, limit: int = 1000) -> str | None:
+    """Text that always encodes (input may carry lone surrogates), cut to ``limit``."""
+    if text is None:
+        return None
+    return text.encode("utf-8", "replace").decode("utf-8")[:limit]
+
+
+def build_result(ctx: WorkerResources, env: Stamps, request: RetrievalRequest | None, status: str,
+            started_at: float, trace_id: str, **fields: Any) -> RetrievalResult:
+    raw = env.raw_request if isinstance(env.raw_request, dict) else {}
+    return RetrievalResult.model_construct(  # every field is built here, from validated input
+        job_id=env.job_id,
+        request_id=request.request_id if request else _valid_or_none(raw.get("request_id"), REQUEST_ID_PATTERN),
+        namespace=request.namespace if request else (_valid_or_none(raw.get("namespace"), NAMESPACE_PATTERN) or "?"),
+        queue=request.queue if request else (env.origin or "?"),
+        status=status,  # type: ignore[arg-type]
+        timestamps=Timestamps.model_construct(enqueued_at=env.enqueued_at, deadline_at=env.deadline_at,
+                              started_at=started_at, finished_at=time.time()),
+        trace_id=trace_id,
+        worker=ctx.name,
+        **{**fields, "error": _safe_text(fields.get("error"))},
+    )
+
+
+def refuse(ctx: WorkerResources, env: Stamps, started_at: float, reason: str, message: str) -> RetrievalResult:
+    """The ``failed`` result of a payload that is not run; nothing of the
+    payload is echoed but what the request's own validation let through."""
+    result = build_result(ctx, env, None, "failed", started_at, NO_TRACE, error=message,
+                          stats=JobStats(refused=reason))
+    ctx.results.write(result, None)
+    logger.warning("job=%s status=failed refused (%s): %s", env.job_id, reason, message)
+    return result
+
+
+def refused_result(ctx: WorkerResources, job_id: str, queue: str, reason: str, message: str) -> RetrievalResult:
+    """Write (once) the ``failed`` result of a queue entry the worker refused to run."""
+    env = stamps_of_invalid(None, job_id, queue)
+    refuse(ctx, env, time.time(), reason, f"refused queue entry: {message}")
+    return ctx.results.read(job_id) or build_result(ctx, env, None, "failed", time.time(), NO_TRACE, error=message)
+
+
+def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: SpanCollector,
+                     cache: tuple[str, bytes, int] | None) -> RetrievalResult:
+    """Write the result and its trace. A trace id is one job's: when the
+    payload named one another job's trace already holds, the trace (and the
+    result's pointer to it) move to a fresh id instead of overwriting it."""
+    for _ in range(3):
+        trace = {"trace_id": tracer.trace_id, "job_id": result.job_id,
+                 "spans": [s.to_dict() for s in tracer.spans], "dropped_spans": tracer.dropped}
+        if ctx.results.write(result, trace, cache) is not WriteOutcome.TRACE_TAKEN:
+            return result
+        logger.warning("job=%s trace id %s belongs to another job; using a new one", result.job_id, tracer.trace_id)
+        tracer.trace_id = new_trace_id()
+        for span in tracer.spans:
+            span.trace_id = tracer.trace_id
+        result = result.model_copy(update={"trace_id": tracer.trace_id})
+    raise FerretError(f"job={result.job_id}: no free trace id after 3 tries")
+
+
+def request_of(payload: Any, limits: LimitSettings) -> RetrievalRequest | None:
+    """The request a payload carries, or None when it is not a valid envelope."""
+    try:
+        return JobEnvelope.parse(payload, limits).request
+    except InvalidRequest:
+        return None
+
+
+def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None, reason: str) -> RetrievalResult:
+    """Write (once) the ``failed`` result of a job whose worker died under it."""
+    env = stamps_of_invalid(payload, job_id, origin)
+    raw = env.raw_request if isinstance(env.raw_request, dict) else {}
+    try:
+        request = parse_request(raw, ctx.settings.limits)
+    except InvalidRequest:
+        request = None
+    deadline = deadline_of(payload)
+    if deadline is not None:
+        env.deadline_at = deadline
+    result = build_result(ctx, env, request, "failed", time.time(), NO_TRACE, error=reason)
+    ctx.results.write(result, None)
+    return ctx.results.read(job_id) or result
+
+

@@ -1,0 +1,158 @@
+"""One job, from its payload to its one final result: ``run_job``.
+
+Every payload ends in exactly one stored result: ``expired`` when the job
+starts after its deadline, ``failed`` with a clear error for bad payloads,
+backend failures, hard timeouts and unexpected errors (with the trace of
+the stages that ran), ``partial`` when the deadline cut the pipeline short,
+else ``ok``. A payload whose job id is not the one its namespace and request
+id give is refused without running. The core knows nothing of RQ: the RQ
+adapter (``worker.job``) calls it, and so do ``ferret run`` and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ferret.cache import cache_entry, cache_key, cacheable, read_entry
+from ferret.contract import ResultItem, RetrievalRequest
+from ferret.envelope import JobEnvelope
+from ferret.errors import BackendError, InvalidRequest
+from ferret.job_ids import binds
+from ferret.stats import JobStats
+from ferret.tracing import Span, SpanCollector, new_span_id
+from worker.core.report import JobReport
+from worker.core.resources import WorkerResources
+from worker.core.results import (
+    build_result,
+    refuse,
+    stamps_of,
+    stamps_of_invalid,
+    write_with_trace,
+)
+from worker.pipeline.budget import Budget
+from worker.pipeline.orchestrator import run_pipeline
+from worker.pipeline.rerank import Reranking
+from worker.results_builder import fit_result, result_items
+
+logger = logging.getLogger(__name__)
+
+
+def _queue_wait_span(tracer: SpanCollector, env: JobEnvelope, started_ns: int) -> None:
+    tracer.add(Span("queue_wait", tracer.trace_id, new_span_id(), tracer.root_span_id,
+                    int(env.enqueued_at * 1e9), started_ns))
+
+
+@dataclass
+class _Outcome:
+    status: str
+    results: list[ResultItem] = field(default_factory=list)
+    context: str = ""
+    error: str | None = None
+    stats: JobStats = field(default_factory=JobStats)
+    cache: tuple[str, bytes, int] | None = None  # an entry to write with the result
+
+
+def _cached(ctx: WorkerResources, env: JobEnvelope, request: RetrievalRequest,
+            tracer: SpanCollector) -> tuple[str | None, float, _Outcome | None]:
+    """The cache key for this request, the look-up's milliseconds, and the cached outcome if any."""
+    if not ctx.settings.cache.enabled:
+        return None, 0.0, None
+    with tracer.span("cache") as span:
+        version = env.memory_version
+        if version is None:
+            version = ctx.backends.version(request.namespace)
+        key = cache_key(request, ctx.settings.backend.kind, version)
+        raw = ctx.client.get(key)
+        span.set(hit=raw is not None)
+    looked_up_ms = round(span.duration_ms, 3)
+    if raw is None:
+        return key, looked_up_ms, None
+    results, context, stats = read_entry(raw, looked_up_ms)
+    return key, looked_up_ms, _Outcome("ok", results, context, stats=stats)
+
+
+def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollector, started_at: float) -> _Outcome:
+    request = env.request
+    remaining = env.deadline_at - started_at
+    if remaining <= 0:
+        return _Outcome("expired", error=f"started {-remaining:.3f}s after its deadline")
+    key, looked_up_ms, hit = _cached(ctx, env, request, tracer)
+    if hit is not None:
+        return hit
+    budget = Budget.of_seconds(remaining)
+    try:
+        with tracer.span("pipeline") as span:
+            backend = ctx.backends.for_namespace(request.namespace, env.memory_version)
+            outcome = run_pipeline(
+                request.query, backend, ctx.settings.pipeline, filters=request.filters, budget=budget,
+                tracer=tracer, max_results=request.options.max_results,
+                record_query=ctx.settings.service.record_query_text,
+                use_remote_classifier=ctx.settings.backend.nous.use_remote_classifier,
+                reranking=Reranking(ctx.settings.rerank, ctx.scorer), rerank=request.options.rerank,
+            )
+            span.set(partial=outcome.partial)
+    except BackendError as exc:
+        logger.warning("job=%s stage=search backend failed: %s", job_id, exc)
+        return _Outcome("failed", error=str(exc), stats=JobStats(backend_calls=exc.calls))
+    status = "partial" if outcome.partial or budget.expired() else "ok"
+    stats = JobStats.model_validate(outcome.stats.to_dict())
+    if key is not None:
+        stats = stats.with_(cache_hit=False, stage_ms={"cache": looked_up_ms, **(stats.stage_ms or {})})
+    done = _Outcome(status, result_items(outcome.hits, outcome.sub_queries), outcome.context, stats=stats)
+    if key is not None and cacheable(status, stats):
+        done.cache = (key, cache_entry(done.results, done.context, stats), ctx.settings.cache.ttl_seconds)
+    return done
+
+
+def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None = None,
+            hard_timeout: type[BaseException] | tuple[type[BaseException], ...] = ()) -> JobReport:
+    """Run one job payload to its single final result, store it, and report it.
+
+    ``hard_timeout``: what the queue system raises when the job's hard time
+    limit strikes (RQ's ``JobTimeoutException``); it ends the job ``failed``."""
+    started_at, started_ns = time.time(), time.time_ns()
+    tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans)
+    try:
+        env = JobEnvelope.parse(payload, ctx.settings.limits)
+    except InvalidRequest as exc:
+        stamps = stamps_of_invalid(payload, job_id, origin)
+        result = build_result(ctx, stamps, None, "failed", started_at, tracer.trace_id, error=f"invalid request: {exc}")
+        ctx.results.write(result, None)
+        logger.info("job=%s status=failed invalid request: %s", job_id, exc)
+        return JobReport(result, None)
+    request = env.request
+    if env.trace_id:
+        tracer.trace_id = env.trace_id
+    if not binds(job_id, request.namespace, request.request_id):
+        refused = refuse(ctx, stamps_of_invalid(None, job_id, origin), started_at, "tenant_mismatch",
+                         "job id does not belong to the request's namespace and request id; not run")
+        return JobReport(refused, None)
+    with tracer.span("job", queue=request.queue, namespace=request.namespace) as root:
+        tracer.root_span_id = root.span_id
+        root.start_time_unix_nano = min(started_ns, int(env.enqueued_at * 1e9))
+        _queue_wait_span(tracer, env, started_ns)
+        try:
+            outcome = _run(ctx, env, job_id, tracer, started_at)
+        except hard_timeout:
+            outcome = _Outcome("failed", error="hard timeout: a stage hung past the job's deadline")
+        except Exception as exc:  # unexpected: still one final result, with the trace naming the stage
+            logger.exception("job=%s unexpected failure", job_id)
+            outcome = _Outcome("failed", error=f"internal error: {type(exc).__name__}: {exc}")
+        fields: dict[str, Any] = {
+            "error": outcome.error, "stats": outcome.stats, "results": outcome.results,
+            "context": outcome.context if request.options.format == "text" else "",
+        }
+        with tracer.span("result_write"):
+            result = build_result(ctx, stamps_of(env, job_id), request, outcome.status, started_at, tracer.trace_id,
+                             **fields)
+            result = fit_result(result, ctx.settings.limits.max_result_bytes)
+        root.set(status=outcome.status)
+    result = write_with_trace(ctx, result, tracer, outcome.cache)
+    took = (time.time() - started_at) * 1000
+    logger.info("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
+    return JobReport(result, request)
+
+
