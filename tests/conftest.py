@@ -18,7 +18,7 @@ from hypothesis import settings as hypothesis_settings
 
 from ferret.records import Memory
 from ferret.redis_conn import redis_server_binary
-from tests.fakes.nous_server import FakeNous
+from worker.fakes.nous_server import FakeNous
 
 hypothesis_settings.register_profile("ferret", deadline=None, derandomize=True, max_examples=150)
 hypothesis_settings.load_profile("ferret")

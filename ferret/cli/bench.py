@@ -94,3 +94,15 @@ def service(jobs: int, latency_runs: int, rounds: int, out_dir: Path) -> None:
                f"(one search {parallel['one_search_ms']:.1f} ms; "
                f"in sequence ~{parallel['sequential_would_be_ms']:.0f} ms)")
     click.echo(f"wrote {out_dir / 'service.json'}")
+
+
+@bench.command()
+@click.option("--runs", default=30, show_default=True, help="Compound jobs, each with one hung sub-query.")
+@click.option("--deadline", default=0.5, show_default=True, help="Each job's deadline, seconds.")
+def lateness(runs: int, deadline: float) -> None:
+    """How late past its deadline a job's result is written (one worker, a hung Nous sub-query)."""
+    from ferret.bench.lateness import measure_lateness, summary
+
+    report = measure_lateness(runs, deadline)
+    click.echo(summary(report))
+    click.echo(json.dumps(report))

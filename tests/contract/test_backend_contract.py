@@ -9,10 +9,10 @@ import pytest
 
 from ferret.records import Filters, Memory, TimeRange
 from ferret.settings import NousSettings
-from tests.fakes.nous_server import FakeNous
 from worker.backends.local import LocalBackends, MemoryStore
 from worker.backends.memory import InMemoryBackend
 from worker.backends.nous import NousBackend
+from worker.fakes.nous_server import FakeNous
 
 pytestmark = pytest.mark.contract
 

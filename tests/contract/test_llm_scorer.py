@@ -8,7 +8,7 @@ from pydantic import SecretStr
 from ferret.errors import RerankFailed
 from ferret.records import Hit, Memory
 from ferret.settings import RerankSettings
-from tests.fakes.chat_server import FakeChat
+from worker.fakes.chat_server import FakeChat
 from worker.llm.reranker import LLMScorer
 
 

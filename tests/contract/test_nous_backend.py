@@ -9,8 +9,8 @@ import pytest
 from ferret.errors import BackendProtocolError, BackendUnavailable
 from ferret.records import Filters, Memory
 from ferret.settings import NousSettings, PipelineSettings
-from tests.fakes.nous_server import FakeNous
 from worker.backends.nous import NousBackend
+from worker.fakes.nous_server import FakeNous
 from worker.pipeline.orchestrator import run_pipeline
 
 CORPUS = [Memory(id=f"n{i}", content_title=f"bitcoin note {i}", content_body="bitcoin funding") for i in range(60)]

@@ -7,9 +7,9 @@ import pytest
 from ferret.errors import BackendError
 from ferret.records import Memory
 from ferret.settings import NousSettings
-from tests.fakes.nous_server import FakeNous
 from worker.backends.nous import NousBackend
 from worker.co_retrieval.nous_edges import strengthen_edges
+from worker.fakes.nous_server import FakeNous
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import time
 import pytest
 
 from tests.conftest import free_port
-from tests.fakes.nous_server import nous_env
 from tests.integration.test_metrics import wait_for_metrics
 from worker.co_retrieval.affinity import RedisAffinity
 from worker.co_retrieval.groups import groups_of
+from worker.fakes.nous_server import nous_env
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
 ON = {"FERRET_CO_RETRIEVAL__ENABLED": "true"}

@@ -1,8 +1,8 @@
-"""`benchmarks/deadline_lateness.py`, small: it runs, and what it measures is a partial job near its deadline."""
+"""`ferret bench lateness`, small: it runs, and what it measures is a partial job near its deadline."""
 
 from __future__ import annotations
 
-from benchmarks.deadline_lateness import measure_lateness
+from ferret.bench.lateness import measure_lateness
 
 
 def test_the_lateness_bench_reports_partial_jobs_that_end_within_a_second_of_their_deadline():

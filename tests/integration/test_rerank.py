@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.conftest import free_port
-from tests.fakes.chat_server import FakeChat
 from tests.integration.test_metrics import wait_for_metrics
+from worker.fakes.chat_server import FakeChat
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from rq.serializers import JSONSerializer
 from rq.suspension import resume, suspend
 
 from ferret.contract import FINAL_STATUSES, JOB_FUNCTION
-from tests.fakes.nous_server import nous_env
+from worker.fakes.nous_server import nous_env
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import free_port
-from tests.fakes.nous_server import nous_env
 from tests.integration.test_metrics import scrape
+from worker.fakes.nous_server import nous_env
 
 
 @pytest.mark.parametrize(("mode", "message"), [

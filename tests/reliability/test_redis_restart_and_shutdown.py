@@ -14,8 +14,8 @@ import redis
 
 from ferret.ingest import parse_memory_lines
 from tests.conftest import ROOT, SAMPLE, free_port, redis_server_path, wait_for_redis
-from tests.fakes.nous_server import nous_env
 from worker.backends.local import MemoryStore
+from worker.fakes.nous_server import nous_env
 
 
 class DurableRedis:

@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from tests.fakes.nous_server import FakeNous, nous_env
+from worker.fakes.nous_server import FakeNous, nous_env
 
 TTL = "5"  # seconds without a heartbeat before a worker counts as dead
 

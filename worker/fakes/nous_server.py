@@ -27,8 +27,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from pydantic import ValidationError
 
 from ferret.records import Filters, Memory
-from tests.fakes.loopback import LoopbackServer
 from worker.backends.memory import InMemoryBackend
+from worker.fakes.loopback import LoopbackServer
 
 MAX_SCORED_LIMIT = 33
 

@@ -1,17 +1,15 @@
 """How late past its deadline a job can finish.
 
-One worker, a Nous backend (the fake server from the tests) where one
+One worker, a Nous backend (the fake server, ``worker.fakes``) where one
 sub-query of every compound job hangs for 5 s. Each job has a 0.5 s
 deadline; we report how long after ``deadline_at`` its result was written
 (``finished_at``), median and max over the runs.
 
-    python -m benchmarks.deadline_lateness [--runs 30]
+    ferret bench lateness [--runs 30]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -26,9 +24,9 @@ from rq import Worker
 from ferret.bench.common import STOP_SECONDS, private_redis, sample_memories, wait_or_kill
 from ferret.settings import load_settings
 from producer.client import Producer
-from tests.fakes.nous_server import FakeNous
+from worker.fakes.nous_server import FakeNous
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QUERY = "What's my BTC thesis and how did my last SOL trade go?"
 
 
@@ -63,16 +61,6 @@ def measure_lateness(runs: int, deadline: float) -> dict[str, object]:
             "late_ms_median": round(statistics.median(lateness), 2), "late_ms_max": round(max(lateness), 2)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--deadline", type=float, default=0.5)
-    args = parser.parse_args()
-    report = measure_lateness(args.runs, args.deadline)
-    print(f"finished after the deadline: median {report['late_ms_median']} ms, max {report['late_ms_max']} ms "
-          f"over {args.runs} jobs ({report['statuses']})")
-    print(json.dumps(report))
-
-
-if __name__ == "__main__":
-    main()
+def summary(report: dict[str, object]) -> str:
+    return (f"finished after the deadline: median {report['late_ms_median']} ms, max {report['late_ms_max']} ms "
+            f"over {report['runs']} jobs ({report['statuses']})")
