@@ -17,7 +17,7 @@ from ferret.records import Filters, encodable_text
 from ferret.settings import LimitSettings
 from ferret.stats import JobStats
 
-JOB_FUNCTION = "worker.job.run_retrieval"
+JOB_FUNCTION = "rq_wing.entry.run_retrieval"
 
 Queue = Literal["prefetch", "batch"]
 Status = Literal["ok", "partial", "expired", "failed"]

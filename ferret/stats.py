@@ -14,6 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+# Why a queue entry was not run (``JobStats.refused``; the labels of ferret_refused_entries_total).
+REFUSAL_REASONS = ("bad_id", "no_job_hash", "malformed_job", "not_ferret_job", "bad_arguments", "tenant_mismatch")
+
 
 class JobStats(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -42,7 +45,7 @@ class JobStats(BaseModel):
     backend_calls: list[tuple[str, str, float]] | None = None  # (operation, outcome, seconds)
     # The job around the pipeline.
     cache_hit: bool | None = None
-    refused: str | None = None  # why a queue entry was not run (see worker.intake)
+    refused: str | None = None  # why a queue entry was not run (see rq_wing.intake)
     truncated: bool | None = None  # the result was cut to fit limits.max_result_bytes
 
     def to_json(self) -> dict[str, Any]:

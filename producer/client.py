@@ -15,22 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from rq import Queue
-from rq.exceptions import NoSuchJobError
-from rq.job import Job
-from rq.serializers import JSONSerializer
 
 from ferret import keys
 from ferret.cache import cache_key, inflight_key
-from ferret.contract import JOB_FUNCTION, RetrievalRequest, RetrievalResult, parse_request
+from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
 from ferret.envelope import JobEnvelope
 from ferret.errors import JobNotFound
 from ferret.job_ids import job_id_for
 from ferret.results import ResultStore
 from ferret.settings import Settings
 from ferret.tracing import new_trace_id
-
-_ENDED_RQ_STATES = frozenset({"finished", "failed", "stopped", "canceled"})
+from rq_wing.producer_side import RQQueues
 
 
 @dataclass(frozen=True)
@@ -49,9 +44,7 @@ class Producer:
         self.client = client
         self.settings = settings
         self.results = ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds)
-        self._queues = {
-            name: Queue(name, connection=client, serializer=JSONSerializer) for name in ("prefetch", "batch")
-        }
+        self.queues = RQQueues(client)
 
     def _deadline(self, request: RetrievalRequest) -> float:
         if request.deadline_seconds is not None:
@@ -59,25 +52,14 @@ class Producer:
         service = self.settings.service
         return service.prefetch_deadline_seconds if request.queue == "prefetch" else service.batch_deadline_seconds
 
-    def _job_exists(self, job_id: str) -> bool:
-        return Job.exists(job_id, connection=self.client)
-
-    def _job_live(self, job_id: str) -> bool:
-        """Whether RQ may still run the job: it exists and has not ended in
-        RQ's sense. A job RQ ended (failed, stopped, cancelled, or even
-        finished) without a Ferret result will never write one: it is lost."""
-        status = self.client.hget(Job.key_for(job_id), "status")
-        if status is None:
-            return self._job_exists(job_id)  # no status field: an old or odd hash; count it while it exists
-        text = status.decode(errors="replace") if isinstance(status, bytes) else str(status)
-        return text not in _ENDED_RQ_STATES
 
     def _existing(self, request: RetrievalRequest, job_id: str) -> JobHandle | None:
         raw = self.client.get(keys.request_job(request.namespace, request.request_id or ""))
         if raw is None:
             return None
         trace_id = raw.decode() if isinstance(raw, bytes) else str(raw)
-        if self.results.exists(job_id) or self._job_live(job_id):
+        # A job RQ ended (failed, stopped, cancelled, even finished) without a Ferret result is lost.
+        if self.results.exists(job_id) or self.queues.live(job_id):
             return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
         return None  # claimed but lost (never enqueued, or ended by RQ with no result): enqueue again
 
@@ -104,12 +86,9 @@ class Producer:
                 return joined
         # The job sees every memory write that finished before now (the version read above).
         envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id)
-        self._queues[request.queue].enqueue_call(
-            JOB_FUNCTION, args=(envelope.to_payload(),), job_id=job_id,
-            timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
-            result_ttl=self.settings.service.result_ttl_seconds,
-            failure_ttl=self.settings.service.result_ttl_seconds,
-        )
+        self.queues.enqueue(request.queue, envelope.to_payload(), job_id,
+                            timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
+                            result_ttl=self.settings.service.result_ttl_seconds)
         return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id)
 
     def _coalesce(self, request: RetrievalRequest, job_id: str, version: int, deadline: float) -> JobHandle | None:
@@ -119,7 +98,7 @@ class Producer:
             return None
         other = self.client.get(slot)
         other_id = other.decode() if isinstance(other, bytes) else str(other)
-        if other is None or self.results.exists(other_id) or not self._job_exists(other_id):
+        if other is None or self.results.exists(other_id) or not self.queues.exists(other_id):
             self.client.set(slot, job_id, px=max(1, int(deadline * 1000)))
             return None
         return JobHandle(other_id, request.queue, request.namespace, None, "", duplicate=True, coalesced=True)
@@ -137,11 +116,7 @@ class Producer:
         found = self.results.read(job_id)
         if found is not None:
             return found.status
-        try:
-            rq_job = Job.fetch(job_id, connection=self.client, serializer=JSONSerializer)
-        except NoSuchJobError:
-            return "unknown"
-        return str(rq_job.get_status(refresh=False) or "unknown")
+        return self.queues.state(job_id) or "unknown"
 
     def trace(self, job: JobHandle | str) -> dict[str, Any]:
         job_id = job if isinstance(job, str) else job.job_id

@@ -22,8 +22,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
-from ferret.stats import JobStats
-from worker.intake import REFUSAL_REASONS
+from ferret.stats import REFUSAL_REASONS, JobStats
 from worker.pipeline.complexity import Route
 
 logger = logging.getLogger(__name__)

@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 
 import redis
-from rq import Worker
 
 from ferret.bench.common import STOP_SECONDS, private_redis, sample_memories, wait_or_kill
 from ferret.settings import load_settings
 from producer.client import Producer
+from rq_wing.producer_side import workers_up
 from worker.fakes.nous_server import FakeNous
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def measure_lateness(runs: int, deadline: float) -> dict[str, object]:
         worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env)
         try:
             client = redis.Redis.from_url(server.url)
-            while Worker.count(connection=client) < 1:
+            while workers_up(client) < 1:
                 time.sleep(0.05)
             producer = Producer(client, load_settings(environ={"FERRET_REDIS__URL": server.url}))
             lateness, statuses = [], []

@@ -71,10 +71,10 @@ def _scrape(ports: list[int]) -> dict[str, float]:
 
 def _await_workers(client, count: int, timeout: float = 30.0) -> None:
     """Wait until ``count`` workers have registered, so timings exclude start-up."""
-    from rq import Worker
+    from rq_wing.producer_side import workers_up
 
     deadline = time.monotonic() + timeout
-    while Worker.count(connection=client) < count and time.monotonic() < deadline:
+    while workers_up(client) < count and time.monotonic() < deadline:
         time.sleep(0.05)
 
 

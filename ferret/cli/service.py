@@ -32,7 +32,7 @@ from producer.client import Producer
 def worker(ctx: click.Context, queues: str, burst: bool, worker_class: str | None,
            metrics_port: int | None, metrics_host: str) -> None:
     """Run an RQ worker for Ferret's retrieval jobs."""
-    from worker.runner import run_worker
+    from rq_wing.runner import run_worker
 
     settings = settings_of(ctx)
     names = [q.strip() for q in queues.split(",") if q.strip()]

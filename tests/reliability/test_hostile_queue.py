@@ -119,12 +119,12 @@ def test_entries_that_used_to_stop_a_worker(producer, sample_namespace, serve, r
                                                           "wrong-type", "not-rq-data", "other-queue")}
     _hash(redis_client, ids["no-data"], description="x")
     _hash(redis_client, ids["bad-utf8"], data=zlib.compress(b"\xff\xfe not utf-8"))
-    _hash(redis_client, ids["bad-date"], data=zlib.compress(b'["worker.job.run_retrieval", null, [{}], {}]'),
+    _hash(redis_client, ids["bad-date"], data=zlib.compress(b'["rq_wing.entry.run_retrieval", null, [{}], {}]'),
           created_at="yesterday", status="bogus")
     redis_client.set(f"rq:job:{ids['wrong-type']}", "a string, not a hash")
     _hash(redis_client, ids["not-rq-data"], data=zlib.compress(b'{"func": "os.system"}'))
     _hash(redis_client, ids["other-queue"], origin="batch",
-          data=zlib.compress(b'["worker.job.run_retrieval", null, [{}], {}]'))
+          data=zlib.compress(b'["rq_wing.entry.run_retrieval", null, [{}], {}]'))
     bad_ids = [b"bad.id", b"../../x", b"\xff\xfe", b"", b"a" * 5000 + b"!"]
     redis_client.rpush("rq:queue:prefetch", *bad_ids, *ids.values())
     proc, port = serve(None, "--queues", "prefetch")  # one queue: entries pass through RQ's intermediate queue

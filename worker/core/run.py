@@ -6,7 +6,7 @@ backend failures, hard timeouts and unexpected errors (with the trace of
 the stages that ran), ``partial`` when the deadline cut the pipeline short,
 else ``ok``. A payload whose job id is not the one its namespace and request
 id give is refused without running. The core knows nothing of RQ: the RQ
-adapter (``worker.job``) calls it, and so do ``ferret run`` and the benchmarks.
+adapter (``rq_wing.entry``) calls it, and so do ``ferret run`` and the benchmarks.
 """
 
 from __future__ import annotations

@@ -17,3 +17,16 @@ def test_importing_it_imports_no_worker_module(module):
              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'worker'))")
     imported = subprocess.run([sys.executable, "-c", probe, module], capture_output=True, text=True, check=True)
     assert imported.stdout.strip() == "[]", imported.stdout
+
+
+def test_only_the_rq_wing_imports_rq():
+    """The kernel, the worker and the producer's own modules never import rq
+    (the service benchmark's raw-RQ baseline is the one exception, by design)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    importing = re.compile(r"^\s*(?:from rq\b|import rq\b)", re.MULTILINE)
+    offenders = [str(path.relative_to(root)) for top in ("ferret", "worker", "producer")
+                 for path in (root / top).rglob("*.py") if importing.search(path.read_text())]
+    assert offenders == ["ferret/bench/service.py"], offenders

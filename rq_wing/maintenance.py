@@ -14,7 +14,7 @@ RQ's maintenance lock:
   Ferret job stuck there since the previous pass (its worker died between
   taking it and starting it) is put back at the front of its queue, or ends
   ``failed`` when its deadline has passed;
-- started registries are left to Ferret's reaper (``worker.reaper``), which
+- started registries are left to Ferret's reaper (``rq_wing.reaper``), which
   re-runs or fails abandoned jobs without running any callback.
 
 Each step is guarded on its own: a failure is logged and the next step runs.
@@ -31,9 +31,9 @@ from rq.registry import FailedJobRegistry, FinishedJobRegistry
 from rq.worker_registration import clean_worker_registry
 
 from ferret.envelope import deadline_of
+from rq_wing.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
 from worker.core.resources import WorkerResources
 from worker.core.results import lost_result
-from worker.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
 
 logger = logging.getLogger(__name__)
 

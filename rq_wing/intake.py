@@ -34,12 +34,10 @@ from rq.results import Result
 from rq.utils import get_version
 
 from ferret.contract import JOB_FUNCTION
-from worker.bookkeeping import LeanQueue
+from rq_wing.bookkeeping import LeanQueue
 
 logger = logging.getLogger(__name__)
 
-# Why an entry was refused: the label values of ferret_refused_entries_total.
-REFUSAL_REASONS = ("bad_id", "no_job_hash", "malformed_job", "not_ferret_job", "bad_arguments", "tenant_mismatch")
 _SHOWN_ID_CHARS = 80
 
 # Redis's own trouble is not the entry's fault: let the worker's retry loop see it.

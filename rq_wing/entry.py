@@ -1,6 +1,6 @@
 """RQ's way into the job core: the function RQ calls for a Ferret job.
 
-A Ferret worker (``worker.runner``) puts its ``WorkerResources`` on the RQ
+A Ferret worker (``rq_wing.runner``) puts its ``WorkerResources`` on the RQ
 job object before RQ performs it; a forked work horse builds its own from
 the same settings (clients do not survive a fork). The core's report goes
 back on the job object, where the worker's observers find it (a forking

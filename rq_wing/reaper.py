@@ -23,9 +23,9 @@ from rq.serializers import JSONSerializer
 
 from ferret.contract import RetrievalResult
 from ferret.envelope import deadline_of
+from rq_wing.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
 from worker.core.resources import WorkerResources
 from worker.core.results import lost_result
-from worker.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from rq.serializers import JSONSerializer
 
 from ferret.contract import JOB_FUNCTION
 from ferret.job_ids import job_id_for
-from worker.intake import Refusal, guarded_queue_class, refusal_of
+from rq_wing.intake import Refusal, guarded_queue_class, refusal_of
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from rq.exceptions import StopRequested
 from ferret.contract import RetrievalResult
 from ferret.settings import load_settings
 from producer.client import Producer
-from worker import runner
+from rq_wing import runner
+from rq_wing.runner import build_worker
 from worker.metrics import FerretMetrics
-from worker.runner import build_worker
 
 
 class StopWhileRecording(FerretMetrics):

@@ -12,8 +12,8 @@ from rq.exceptions import StopRequested
 from rq.serializers import JSONSerializer
 from rq.suspension import resume, suspend
 
-from worker import bookkeeping
-from worker.bookkeeping import COALESCE_SECONDS, CoalescedBookkeeping, LeanJob, LeanQueue, OneTripJobStart
+from rq_wing import bookkeeping
+from rq_wing.bookkeeping import COALESCE_SECONDS, CoalescedBookkeeping, LeanJob, LeanQueue, OneTripJobStart
 
 
 class LeanWorker(CoalescedBookkeeping, SimpleWorker):

@@ -31,17 +31,17 @@ from rq.worker import WorkerStatus
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.settings import Settings
-from worker.bookkeeping import CoalescedBookkeeping, LeanJob, OneTripJobStart
+from rq_wing.bookkeeping import CoalescedBookkeeping, LeanJob, OneTripJobStart
+from rq_wing.entry import report_of
+from rq_wing.intake import Refusal, guarded_queue_class, mark_failed
+from rq_wing.maintenance import sweep
+from rq_wing.reaper import reap
 from worker.co_retrieval.applier import co_retrieval_amount
 from worker.co_retrieval.wiring import co_retrieval_applier
 from worker.core.report import JobReport, Observer, after_job
 from worker.core.resources import WorkerResources, build_resources
 from worker.core.results import lost_result, refused_result, request_of
-from worker.intake import Refusal, guarded_queue_class, mark_failed
-from worker.job import report_of
-from worker.maintenance import sweep
 from worker.metrics import FerretMetrics
-from worker.reaper import reap
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class _Observed:
     _state: str
 
     def get_heartbeat_ttl(self, job: Job) -> int:
-        """Short, so a killed worker is noticed within seconds (see worker.reaper)."""
+        """Short, so a killed worker is noticed within seconds (see rq_wing.reaper)."""
         ttl: int = self.worker_ttl  # type: ignore[attr-defined]
         if job.timeout and job.timeout > 0:
             return min(ttl, int(job.timeout) + 1)
@@ -76,7 +76,7 @@ class _Observed:
 
     def run_maintenance_tasks(self) -> None:
         """RQ's registry maintenance at its interval (Ferret's safe version,
-        see ``worker.maintenance``; Ferret runs no scheduler and no groups),
+        see ``rq_wing.maintenance``; Ferret runs no scheduler and no groups),
         and the reaper at Ferret's."""
         if super().should_run_maintenance_tasks:  # type: ignore[misc]
             self.clean_registries()

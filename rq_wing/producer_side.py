@@ -1,0 +1,52 @@
+"""The producer's side of RQ: put a job envelope on a queue, read a job's RQ state.
+
+Jobs are JSON (RQ's ``JSONSerializer``), never pickle, and always name
+Ferret's one job function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from rq import Queue, Worker
+from rq.job import Job
+from rq.serializers import JSONSerializer
+
+from ferret.contract import JOB_FUNCTION, QUEUES
+
+# RQ states after which RQ will not run the job again by itself.
+ENDED_STATES = frozenset({"finished", "failed", "stopped", "canceled"})
+
+
+class RQQueues:
+    """Ferret's RQ queues, as a producer uses them."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self._queues = {name: Queue(name, connection=client, serializer=JSONSerializer) for name in QUEUES}
+
+    def enqueue(self, queue: str, payload: dict[str, Any], job_id: str, timeout: int, result_ttl: int) -> None:
+        """Put one job on ``queue`` (RQ's hard timeout and result TTLs as given)."""
+        self._queues[queue].enqueue_call(JOB_FUNCTION, args=(payload,), job_id=job_id, timeout=timeout,
+                                         result_ttl=result_ttl, failure_ttl=result_ttl)
+
+    def exists(self, job_id: str) -> bool:
+        return bool(Job.exists(job_id, connection=self.client))
+
+    def state(self, job_id: str) -> str | None:
+        """RQ's state of the job (queued, started, finished, failed, ...), None when there is no job."""
+        status = self.client.hget(Job.key_for(job_id), "status")
+        if status is None:
+            return "unknown" if self.exists(job_id) else None  # a hash with no status: an old or odd one
+        return status.decode(errors="replace") if isinstance(status, bytes) else str(status)
+
+    def live(self, job_id: str) -> bool:
+        """Whether RQ may still run the job: it exists and has not ended in RQ's sense."""
+        state = self.state(job_id)
+        return state is not None and state not in ENDED_STATES
+
+
+def workers_up(client: redis.Redis) -> int:
+    """How many RQ workers are registered (alive within their TTL)."""
+    return int(Worker.count(connection=client))
