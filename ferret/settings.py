@@ -86,6 +86,8 @@ class ServiceSettings(_Strict):
     max_reruns: int = Field(1, ge=0, le=5)
     # How often one worker trims RQ's registries and sweeps the intermediate queue (RQ's default).
     maintenance_interval_seconds: int = Field(600, ge=1, le=86_400)
+    # RQ's bookkeeping without repeats (rq_wing.bookkeeping); false: stock RQ's, every write it makes.
+    lean_bookkeeping: bool = True
 
 
 class LimitSettings(_Strict):

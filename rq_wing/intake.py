@@ -97,8 +97,8 @@ def refusal_of(job: Job, queue: str) -> Refusal | None:
     return None
 
 
-class GuardedQueue(LeanQueue):
-    """Ferret's queues as a worker dequeues them: only Ferret jobs come out.
+class GuardedDequeue:
+    """Mixin for an RQ queue class (put it first): only Ferret jobs come out.
 
     ``on_refused`` is set per worker (see ``guarded_queue_class``); it must
     not raise, and is called for every entry that is not run."""
@@ -106,7 +106,7 @@ class GuardedQueue(LeanQueue):
     on_refused: Callable[[Refusal], None] = staticmethod(lambda refusal: None)  # type: ignore[assignment]
 
     @classmethod
-    def dequeue_any(cls, queues: Iterable[Queue], timeout: int | None, connection: Redis,
+    def dequeue_any(cls: Any, queues: Iterable[Queue], timeout: int | None, connection: Redis,
                     job_class: type[Job] | None = None, serializer: Any = None,
                     death_penalty_class: Any = None) -> tuple[Job, Queue] | None:
         """RQ's dequeue, reading each entry as untrusted input (see the module)."""
@@ -162,9 +162,11 @@ def _notify(hook: Callable[[Refusal], None], refusal: Refusal) -> None:
         logger.exception("queue %s: handling a refused entry failed", refusal.queue)
 
 
-def guarded_queue_class(on_refused: Callable[[Refusal], None]) -> type[GuardedQueue]:
-    """A ``GuardedQueue`` class whose refusals go to ``on_refused``."""
-    return type("GuardedQueue", (GuardedQueue,), {"on_refused": staticmethod(on_refused)})
+def guarded_queue_class(on_refused: Callable[[Refusal], None], lean: bool = True) -> type[Queue]:
+    """Ferret's queue class for one worker: refusals go to ``on_refused``; over
+    ``LeanQueue`` (no dependents look-up, see ``bookkeeping``) or RQ's own ``Queue``."""
+    base = LeanQueue if lean else Queue
+    return type("GuardedQueue", (GuardedDequeue, base), {"on_refused": staticmethod(on_refused)})
 
 
 def mark_failed(job: Job, queue: Queue, message: str, worker_name: str = "") -> None:

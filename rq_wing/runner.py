@@ -148,9 +148,20 @@ class ObservedForkWorker(_Observed, CoalescedBookkeeping, Worker):
     pass
 
 
-WORKER_CLASSES: dict[str, type[Worker]] = {
-    "simple": ObservedSimpleWorker,  # type: ignore[dict-item]
-    "fork": ObservedForkWorker,
+class StockSimpleWorker(_Observed, SimpleWorker):
+    """RQ's own bookkeeping, every write it makes (``service.lean_bookkeeping: false``)."""
+
+
+class StockForkWorker(_Observed, Worker):
+    """RQ's own bookkeeping, every write it makes (``service.lean_bookkeeping: false``)."""
+
+
+WORKER_CLASSES = ("simple", "fork")  # the names users give
+_CLASSES: dict[tuple[str, bool], type[Worker]] = {  # (name, lean bookkeeping) -> Ferret's class
+    ("simple", True): ObservedSimpleWorker,  # type: ignore[dict-item]
+    ("fork", True): ObservedForkWorker,
+    ("simple", False): StockSimpleWorker,  # type: ignore[dict-item]
+    ("fork", False): StockForkWorker,
 }
 
 
@@ -192,7 +203,8 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
         raise ConfigError(f"unknown queue(s) {', '.join(unknown)}; use {', '.join(QUEUES)}")
     ordered = [q for q in QUEUES if q in queues]  # prefetch is always served first
     kind = worker_class or settings.service.worker_class
-    cls = WORKER_CLASSES.get(kind)
+    lean = settings.service.lean_bookkeeping
+    cls = _CLASSES.get((kind, lean))
     if cls is None:
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = build_resources(settings, client)
@@ -200,10 +212,11 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     def on_refused(refusal: Refusal) -> None:
         _refused(context, metrics, settings.backend.kind, refusal)
 
-    queue_class = guarded_queue_class(on_refused)
+    queue_class = guarded_queue_class(on_refused, lean)
     worker = cls(
         [queue_class(q, connection=client, serializer=JSONSerializer) for q in ordered],
-        connection=client, serializer=JSONSerializer, name=name, job_class=LeanJob, queue_class=queue_class,
+        connection=client, serializer=JSONSerializer, name=name, queue_class=queue_class,
+        job_class=LeanJob if lean else Job,
         worker_ttl=settings.service.worker_ttl_seconds, job_monitoring_interval=JOB_MONITORING_SECONDS,
         maintenance_interval=settings.service.maintenance_interval_seconds,
     )

@@ -106,3 +106,21 @@ def lateness(runs: int, deadline: float) -> None:
     report = measure_lateness(runs, deadline)
     click.echo(summary(report))
     click.echo(json.dumps(report))
+
+
+@bench.command(name="round-trips")
+@click.option("--jobs", default=100, show_default=True, help="n: runs of n and 2n jobs are compared.")
+def round_trips(jobs: int) -> None:
+    """Redis round trips per job: RQ's stock bookkeeping and Ferret's lean layer."""
+    from ferret.bench.round_trips import measure
+
+    figures = measure(jobs)
+    click.echo(f"Redis round trips per job (SimpleWorker, rq {rq_version()}): stock {figures['stock']}, "
+               f"lean {figures['lean']}")
+    click.echo(json.dumps(figures))
+
+
+def rq_version() -> str:
+    from importlib.metadata import version
+
+    return version("rq")

@@ -1,0 +1,39 @@
+"""The lean bookkeeping is optional: with ``service.lean_bookkeeping: false``
+both worker classes run on RQ's own bookkeeping, with the same guarantees."""
+
+from __future__ import annotations
+
+import pytest
+from rq import Queue
+from rq.job import Job, JobStatus
+from rq.registry import FinishedJobRegistry
+from rq.serializers import JSONSerializer
+
+from ferret.bench.round_trips import measure
+
+STOCK = {"FERRET_SERVICE__LEAN_BOOKKEEPING": "false"}
+COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
+
+
+@pytest.mark.parametrize("worker_class", ["simple", "fork"])
+def test_stock_rq_bookkeeping_serves_ferret_jobs(worker_class, producer, sample_namespace, start_workers,
+                                                  redis_client):
+    start_workers(1, "--worker-class", worker_class, extra_env=STOCK)
+    handles = [producer.enqueue({"query": q, "namespace": sample_namespace}) for q in (COMPOUND, "BTC thesis")]
+    for handle in handles:
+        result = producer.wait(handle, 20)
+        assert result is not None and result.status == "ok" and result.results
+    assert producer.trace(handles[0])["spans"]
+    finished = FinishedJobRegistry("prefetch", connection=redis_client)
+    for handle in handles:
+        job = Job.fetch(handle.job_id, connection=redis_client, serializer=JSONSerializer)
+        assert job.get_status(refresh=True) == JobStatus.FINISHED and handle.job_id in finished.get_job_ids()
+    foreign = Queue("prefetch", connection=redis_client, serializer=JSONSerializer).enqueue_call("os.system",
+                                                                                                args=("true",))
+    refused = producer.wait(foreign.id, 20)
+    assert refused is not None and refused.status == "failed" and refused.stats.refused == "not_ferret_job"
+
+
+def test_the_lean_layer_saves_round_trips(redis_server):
+    figures = measure(jobs=20)
+    assert 0 < figures["lean"] < figures["stock"], figures
