@@ -1,24 +1,24 @@
-"""Fewer Redis round trips for RQ's own worker bookkeeping.
+"""Fewer Redis round trips for RQ's own worker bookkeeping (an optional layer:
+``service.lean_bookkeeping``; off, RQ's worker classes run untouched).
 
-RQ 2's ``SimpleWorker`` makes 18 round trips to Redis per job (counted on
-this machine); seven of them repeat what it has just said: the worker key's
-heart-beat is sent three times around a dequeue (each an HSET and then an
-EXPIRE), the ``idle`` state is written at the end of a job and again at the
-top of the next loop, the ``rq suspend`` flag is read before every job, and
-the job hash gets a ``last_heartbeat`` write just before the job is saved
-whole. A round trip costs about as much as Ferret's fast-path pipeline, so:
+RQ 3's ``SimpleWorker`` makes about 19 round trips to Redis per Ferret job
+(``ferret bench round-trips``); several repeat what it has just said: the
+worker key's heart-beat is sent around every dequeue (each an HSET and then
+EXPIREs), the ``idle`` state is written at the end of a job and again at the
+top of the next loop, the ``rq suspend`` flag is read before every job, the
+job's ``last_heartbeat`` is written once more just before the job is saved
+whole, and a job's start takes two transactions. A round trip costs about as
+much as Ferret's fast-path pipeline, so:
 
 - a heart-beat that would push the worker key's expiry later by less than
   ``COALESCE_SECONDS`` is skipped (one that shortens or really extends the
   expiry, or rides on a caller's pipeline, is always sent), and one that is
-  sent goes as one round trip, not two;
+  sent goes as one round trip;
 - a state already written directly is not written again;
 - the suspension flag is read at most every ``COALESCE_SECONDS`` (``rq
   suspend`` takes effect within that time instead of at the next job);
-- the end-of-execution stamp on the job stays in memory: the success or
-  failure handling that follows saves the whole job hash, stamp included;
-- a job enqueued without an RQ ``ttl`` (Ferret's never have one: deadlines
-  are Ferret's own) has no expiry to remove when it starts (``LeanJob``);
+- the end-of-execution stamp on the job stays in memory: the success
+  handling that follows saves the whole job hash, stamp included;
 - Ferret's queues look up no dependents after a job (``LeanQueue``): Ferret
   jobs are never the ``depends_on`` of another job, so there are none; and
   so a job's success is saved in one MULTI/EXEC without RQ's WATCH on the
@@ -26,13 +26,15 @@ whole. A round trip costs about as much as Ferret's fast-path pipeline, so:
   the loop would send next) in the same round trip;
 - a worker that runs jobs in its own process (``SimpleWorker``) sends the
   execution record, its ``busy`` state and the job's start in one
-  transaction (``OneTripJobStart``; RQ sends two, because its forking
-  worker splits them between parent and work horse), and the job's
-  ``last_heartbeat`` once (RQ writes the same field twice in a row).
+  transaction (``OneTripJobStart``; RQ sends two, because its forking worker
+  splits them between parent and work horse).
 
 Nothing RQ or Ferret reads changes meaning: the worker key lives as long as
 before, ``last_heartbeat`` is at most ``COALESCE_SECONDS`` old, and the
-reaper's liveness test (does the worker key exist) is untouched.
+reaper's liveness test (does the worker key exist) is untouched. The layer
+overrides RQ internals: the version it was written for is pinned in
+pyproject.toml, and with the layer off an RQ release costs round trips, not
+the worker.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import time
 from typing import Any
 
 from rq.executions import Execution
-from rq.job import Job, _job_stack
+from rq.job import Job, JobStatus
 from rq.queue import Queue
 from rq.registry import StartedJobRegistry
 from rq.utils import now as utc_now
@@ -50,24 +52,11 @@ from rq.worker import WorkerStatus
 COALESCE_SECONDS = 0.5
 
 
-class LeanJob(Job):
-    def perform(self) -> Any:
-        if self.ttl is None:  # the key never had an expiry: skip RQ's PERSIST round trip
-            _job_stack.push(self)
-            try:
-                self._result = self._execute()
-            finally:
-                _job_stack.pop()
-            return self._result
-        return super().perform()
-
-
 class LeanQueue(Queue):
-    job_class = LeanJob
-
-    def enqueue_dependents(self, job: Job, pipeline: Any = None, exclude_job_id: str | None = None,
-                           refresh_job_status: bool = True) -> None:
+    def enqueue_dependents(self, job: Job, exclude_job_id: str | None = None,
+                           refresh_job_status: bool = True) -> dict[str, list[str]]:
         """Ferret jobs have no dependents: nothing to enqueue (RQ would ask Redis)."""
+        return {}
 
 
 class CoalescedBookkeeping:
@@ -109,25 +98,25 @@ class CoalescedBookkeeping:
     def handle_execution_ended(self, job: Job, queue: Queue, heartbeat_ttl: int) -> None:
         job.ended_at = job.last_heartbeat = utc_now()
 
-    def handle_job_success(self, job: Job, queue: Queue, started_job_registry: StartedJobRegistry) -> None:
-        """RQ 2's success bookkeeping as one transaction, without the WATCH
+    def handle_job_success(self, job: Job, queue: Queue, started_job_registry: StartedJobRegistry,
+                           execution: Execution) -> None:
+        """RQ 3's success bookkeeping as one transaction, without the WATCH
         that guards dependents (there are none, see ``LeanQueue``)."""
-        if not isinstance(queue, LeanQueue) or job.repeats_left:  # not a Ferret job: RQ's own way
-            super().handle_job_success(job, queue, started_job_registry)  # type: ignore[misc]
+        if not isinstance(queue, LeanQueue) or job.repeats_left or job.has_rate_limit:  # RQ's own way
+            super().handle_job_success(job, queue, started_job_registry, execution)  # type: ignore[misc]
             return
         assert job.started_at and job.ended_at
-        execution = self.execution  # type: ignore[attr-defined]
         with self.connection.pipeline() as pipeline:  # type: ignore[attr-defined]
             self.increment_successful_job_count(pipeline=pipeline)  # type: ignore[attr-defined]
             self.increment_total_working_time(job.ended_at - job.started_at, pipeline)  # type: ignore[attr-defined]
             result_ttl = job.get_result_ttl(self.default_result_ttl)  # type: ignore[attr-defined]
             if result_ttl != 0:
                 job._handle_success(result_ttl, pipeline=pipeline, worker_name=self.name,  # type: ignore[attr-defined]
-                                    execution_id=execution.id if execution else None,
-                                    execution_started_at=execution.created_at if execution else None,
+                                    execution_id=execution.id, execution_started_at=execution.created_at,
                                     execution_ended_at=job.ended_at)
             job.cleanup(result_ttl, pipeline=pipeline, remove_from_queue=False)
-            self.cleanup_execution(job, pipeline=pipeline)  # type: ignore[attr-defined]
+            job._status = JobStatus.FINISHED
+            self.cleanup_execution(job, pipeline=pipeline, execution=execution)  # type: ignore[attr-defined]
             # Redis hears "idle" now; the worker itself stays busy until RQ
             # sets the state after the job, so a SIGTERM arriving meanwhile
             # is still a warm shut-down (an idle worker's is an exception).
@@ -143,21 +132,20 @@ class OneTripJobStart:
     """Mixin for a worker that runs jobs in its own process (put it before
     ``CoalescedBookkeeping``): RQ's two start-of-job transactions as one."""
 
-    execution: Execution | None
+    executions: dict[str, Execution]
 
     def prepare_execution(self, job: Job) -> Execution:
         """The execution record, ``busy``, and what ``prepare_job_execution``
-        would send next (current job, heart-beats, the job's start), at once."""
+        would send next (heart-beats, the job's start), at once."""
         with self.connection.pipeline() as pipeline:  # type: ignore[attr-defined]
             heartbeat_ttl = self.get_heartbeat_ttl(job)  # type: ignore[attr-defined]
             execution = Execution.create(job, heartbeat_ttl, pipeline=pipeline,
                                          worker_name=self.name)  # type: ignore[attr-defined]
-            self.execution = execution
+            self.executions[execution.id] = execution
             self.set_state(WorkerStatus.BUSY, pipeline=pipeline)  # type: ignore[attr-defined]
-            self.set_current_job_id(job.id, pipeline=pipeline)  # type: ignore[attr-defined]
-            self.set_current_job_working_time(0, pipeline=pipeline)  # type: ignore[attr-defined]
             self.heartbeat(heartbeat_ttl, pipeline=pipeline)  # type: ignore[attr-defined]
             job.prepare_for_execution(self.name, pipeline=pipeline)  # type: ignore[attr-defined]  # sets last_heartbeat
+            pipeline.persist(job.key)
             if len(self.queues) == 1:  # type: ignore[attr-defined]  # RQ's rule in perform_job
                 origin = Queue(job.origin, connection=self.connection)  # type: ignore[attr-defined]
                 pipeline.lrem(origin.intermediate_queue_key, 1, job.id)

@@ -31,7 +31,7 @@ from rq.worker import WorkerStatus
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.settings import Settings
-from rq_wing.bookkeeping import CoalescedBookkeeping, LeanJob, OneTripJobStart
+from rq_wing.bookkeeping import CoalescedBookkeeping, OneTripJobStart
 from rq_wing.entry import report_of
 from rq_wing.intake import Refusal, guarded_queue_class, mark_failed
 from rq_wing.maintenance import sweep
@@ -61,7 +61,7 @@ class _Observed:
     _ferret_last_reap = 0.0
     _state: str
 
-    def get_heartbeat_ttl(self, job: Job) -> int:
+    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         """Short, so a killed worker is noticed within seconds (see rq_wing.reaper)."""
         ttl: int = self.worker_ttl  # type: ignore[attr-defined]
         if job.timeout and job.timeout > 0:
@@ -216,7 +216,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     worker = cls(
         [queue_class(q, connection=client, serializer=JSONSerializer) for q in ordered],
         connection=client, serializer=JSONSerializer, name=name, queue_class=queue_class,
-        job_class=LeanJob if lean else Job,
+        job_class=Job,
         worker_ttl=settings.service.worker_ttl_seconds, job_monitoring_interval=JOB_MONITORING_SECONDS,
         maintenance_interval=settings.service.maintenance_interval_seconds,
     )
