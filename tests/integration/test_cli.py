@@ -15,7 +15,7 @@ from tests.conftest import ROOT, SAMPLE
 
 
 def _ferret(args, env, **kw):
-    return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=120, **kw)
 
 
@@ -79,7 +79,7 @@ def test_batch_resumes_after_the_producer_is_killed(tmp_path, env, sample_namesp
     source.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.jsonl"
     start_workers(1)
-    first = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out)],
+    first = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "batch", str(source), "--out", str(out)],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 40):

@@ -3,13 +3,15 @@ both worker classes run on RQ's own bookkeeping, with the same guarantees."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from rq import Queue
 from rq.job import Job, JobStatus
 from rq.registry import FinishedJobRegistry
 from rq.serializers import JSONSerializer
 
-from ferret.bench.round_trips import measure
+from benchmarks.round_trips import measure
 
 STOCK = {"FERRET_SERVICE__LEAN_BOOKKEEPING": "false"}
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
@@ -25,8 +27,11 @@ def test_stock_rq_bookkeeping_serves_ferret_jobs(worker_class, producer, sample_
         assert result is not None and result.status == "ok" and result.results
     assert producer.trace(handles[0])["spans"]
     finished = FinishedJobRegistry("prefetch", connection=redis_client)
-    for handle in handles:
+    for handle in handles:  # RQ records the success just after the job wrote Ferret's result
         job = Job.fetch(handle.job_id, connection=redis_client, serializer=JSONSerializer)
+        deadline = time.monotonic() + 10
+        while job.get_status(refresh=True) != JobStatus.FINISHED and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert job.get_status(refresh=True) == JobStatus.FINISHED and handle.job_id in finished.get_job_ids()
     foreign = Queue("prefetch", connection=redis_client, serializer=JSONSerializer).enqueue_call("os.system",
                                                                                                 args=("true",))

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
-from ferret.cli.main import cli
 from ferret.contract import FINAL_STATUSES, RetrievalRequest, parse_request
 from ferret.errors import InvalidRequest
 from ferret.job_ids import job_id_for
 from ferret.settings import LimitSettings, load_settings
+from ferret_cli.main import cli
 from producer.client import Producer
 from worker.core.resources import build_resources
 from worker.core.run import run_job

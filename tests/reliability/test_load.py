@@ -28,7 +28,7 @@ def test_ten_thousand_jobs(tmp_path, env, sample_namespace, start_workers, redis
     source, out = tmp_path / "load.jsonl", tmp_path / "out.jsonl"
     source.write_text("\n".join(lines) + "\n")
     started = time.monotonic()
-    batch = subprocess.run([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out)],
+    batch = subprocess.run([sys.executable, "-m", "ferret_cli.main", "batch", str(source), "--out", str(out)],
                            env=env, capture_output=True, text=True, timeout=600)
     took = time.monotonic() - started
     assert batch.returncode == 0, batch.stderr[-2000:]

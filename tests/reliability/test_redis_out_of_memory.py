@@ -44,7 +44,7 @@ def _env(url: str) -> dict[str, str]:
 
 
 def _ferret(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ferret.cli.main", *args]
+    return [sys.executable, "-m", "ferret_cli.main", *args]
 
 
 def _rows(path) -> list[dict]:

@@ -56,9 +56,9 @@ def test_redis_restart_during_a_batch(tmp_path, durable_redis):
     lines = [json.dumps({"query": f"BTC thesis {i}", "namespace": "sample"}) for i in range(600)]
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text("\n".join(lines) + "\n")
-    workers = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env,
+    workers = [subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker"], env=env,
                                 stderr=subprocess.DEVNULL) for _ in range(2)]
-    batch = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out),
+    batch = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "batch", str(source), "--out", str(out),
                               "--wait", "120"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
@@ -69,7 +69,7 @@ def test_redis_restart_during_a_batch(tmp_path, durable_redis):
         durable_redis.start()
         first = batch.wait(timeout=180)
         if first != 0:  # the producer gave up during the outage: resume it, as a user would
-            resumed = subprocess.run([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out",
+            resumed = subprocess.run([sys.executable, "-m", "ferret_cli.main", "batch", str(source), "--out",
                                       str(out), "--resume", "--wait", "120"], env=env, capture_output=True,
                                      text=True, timeout=240)
             assert resumed.returncode == 0, resumed.stderr[-2000:]

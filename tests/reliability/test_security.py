@@ -26,7 +26,7 @@ def _server(args: list[str]) -> subprocess.Popen[bytes]:
 
 
 def _ferret(args: list[str], env: dict[str, str], **kw) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=120, **kw)
 
 
@@ -37,7 +37,7 @@ def _base_env() -> dict[str, str]:
 def _run_one_job(url: str, env: dict[str, str]) -> tuple[str, dict]:
     """Ingest, start a worker, query through the CLI; return all output and the result."""
     ingest = _ferret(["ingest", str(SAMPLE), "-n", "sec"], env)
-    worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "--log-level", "DEBUG", "worker"],
+    worker = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "--log-level", "DEBUG", "worker"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         query = _ferret(["query", "BTC thesis", "-n", "sec", "--wait", "20", "--json"], env)

@@ -19,14 +19,20 @@ def test_importing_it_imports_no_worker_module(module):
     assert imported.stdout.strip() == "[]", imported.stdout
 
 
-def test_only_the_rq_wing_imports_rq():
-    """The kernel, the worker and the producer's own modules never import rq
-    (the service benchmark's raw-RQ baseline is the one exception, by design)."""
+def _importing(pattern: str, tops: tuple[str, ...]) -> list[str]:
     import re
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[3]
-    importing = re.compile(r"^\s*(?:from rq\b|import rq\b)", re.MULTILINE)
-    offenders = [str(path.relative_to(root)) for top in ("ferret", "worker", "producer")
-                 for path in (root / top).rglob("*.py") if importing.search(path.read_text())]
-    assert offenders == ["ferret/bench/service.py"], offenders
+    found = re.compile(pattern, re.MULTILINE)
+    return sorted(str(path.relative_to(root)) for top in tops for path in (root / top).rglob("*.py")
+                  if found.search(path.read_text()))
+
+
+def test_only_the_rq_wing_imports_rq():
+    outside = ("ferret", "worker", "producer", "ferret_cli", "benchmarks")
+    assert _importing(r"^\s*(?:from rq\b|import rq\b)", outside) == []
+
+
+def test_no_kernel_module_imports_the_worker_the_wing_or_the_shell():
+    assert _importing(r"^\s*(?:from|import) (?:worker|rq_wing|producer|ferret_cli|benchmarks)\b", ("ferret",)) == []

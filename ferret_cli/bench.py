@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ferret.cli.options import settings_of
+from ferret_cli.options import settings_of
 
 DEFAULT_OUT = Path("bench-results")
 
@@ -31,11 +31,11 @@ def bench() -> None:
 def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: int, compound_file: Path | None,
               seed: int, out_dir: Path) -> None:
     """Single-shot search vs Ferret vs each stage switched off, at k = 5, 10, 20."""
-    from ferret.bench.affinity import affinity_effect
-    from ferret.bench.affinity import markdown as affinity_markdown
-    from ferret.bench.cache import repeated_batch
-    from ferret.bench.locomo import compound_queries, load, read_compound_file
-    from ferret.bench.retrieval import evaluate, markdown
+    from benchmarks.affinity import affinity_effect
+    from benchmarks.affinity import markdown as affinity_markdown
+    from benchmarks.cache import repeated_batch
+    from benchmarks.locomo import compound_queries, load, read_compound_file
+    from benchmarks.retrieval import evaluate, markdown
 
     dataset = load(data_path)
     compounds = (read_compound_file(compound_file) if compound_file
@@ -71,8 +71,8 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
 def service(jobs: int, latency_runs: int, rounds: int, out_dir: Path) -> None:
     """Raw RQ vs Ferret with real workers; pipeline overhead; sub-query parallelism."""
-    from ferret.bench.fast_path import fast_path, parallelism
-    from ferret.bench.service import markdown, run_service_bench
+    from benchmarks.fast_path import fast_path, parallelism
+    from benchmarks.service import markdown, run_service_bench
 
     overhead = fast_path()
     parallel = parallelism()
@@ -101,7 +101,7 @@ def service(jobs: int, latency_runs: int, rounds: int, out_dir: Path) -> None:
 @click.option("--deadline", default=0.5, show_default=True, help="Each job's deadline, seconds.")
 def lateness(runs: int, deadline: float) -> None:
     """How late past its deadline a job's result is written (one worker, a hung Nous sub-query)."""
-    from ferret.bench.lateness import measure_lateness, summary
+    from benchmarks.lateness import measure_lateness, summary
 
     report = measure_lateness(runs, deadline)
     click.echo(summary(report))
@@ -112,7 +112,7 @@ def lateness(runs: int, deadline: float) -> None:
 @click.option("--jobs", default=100, show_default=True, help="n: runs of n and 2n jobs are compared.")
 def round_trips(jobs: int) -> None:
     """Redis round trips per job: RQ's stock bookkeeping and Ferret's lean layer."""
-    from ferret.bench.round_trips import measure
+    from benchmarks.round_trips import measure
 
     figures = measure(jobs)
     click.echo(f"Redis round trips per job (SimpleWorker, rq {rq_version()}): stock {figures['stock']}, "

@@ -1,4 +1,4 @@
-from ferret.cli.render import waterfall
+from ferret_cli.render import waterfall
 
 
 def test_waterfall_indents_children_and_shows_durations():

@@ -20,10 +20,10 @@ import click
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from ferret.cli import render
-from ferret.cli.options import settings_of
 from ferret.ingest import parse_memory_lines
 from ferret.redis_conn import EmbeddedRedis, client_for
+from ferret_cli import render
+from ferret_cli.options import settings_of
 from producer.client import Producer
 from worker.backends.local import MemoryStore
 
@@ -51,7 +51,7 @@ def _free_port() -> int:
 def _start_workers(url: str, ports: list[int]) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, "FERRET_REDIS__URL": url}
     return [
-        subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--metrics-port", str(port)],
+        subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "--metrics-port", str(port)],
                          env=env, stdout=subprocess.DEVNULL)
         for port in ports
     ]

@@ -7,8 +7,9 @@ import sys
 
 import click
 
-from ferret.cli import render
-from ferret.cli.options import (
+from ferret.errors import FerretError
+from ferret_cli import render
+from ferret_cli.options import (
     build_filters,
     connected,
     fail,
@@ -16,7 +17,6 @@ from ferret.cli.options import (
     namespace_option,
     settings_of,
 )
-from ferret.errors import FerretError
 from producer.client import Producer
 
 

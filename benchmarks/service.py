@@ -26,26 +26,20 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from rq import Queue, Worker
-from rq.job import Job
-from rq.serializers import JSONSerializer
 
-from ferret.bench.common import STOP_SECONDS, private_redis, sample_memories, summary_ms, wait_or_kill
+from benchmarks.common import STOP_SECONDS, private_redis, sample_memories, summary_ms, wait_or_kill
 from ferret.settings import load_settings
 from producer.client import Producer
+from rq_wing.producer_side import workers_up
+from rq_wing.raw_baseline import RawQueue, worker_command
 from worker.backends.local import MemoryStore
 
 NAMESPACE = "bench"
 FAST = ("funding squeeze playbook", "BTC thesis", "lesson about stops", "SOL open interest signal")
 COMPOUND = ("What's my BTC thesis and how did my last SOL trade go?", "BTC and SOL analysis",
             "What lessons did I learn about stops? Also, which breakouts did I miss?")
-NOOP = "ferret.bench.noop.noop"
 NO_CACHE = {"FERRET_CACHE__ENABLED": "false", "FERRET_CACHE__COALESCE": "false"}
 DRAIN_SECONDS = 600  # a burst worker's whole round
-_RAW_WORKER = ("import sys, redis; from rq import SimpleWorker, Queue; from rq.serializers import JSONSerializer;"
-               "c = redis.Redis.from_url(sys.argv[1]); SimpleWorker([Queue('raw', connection=c, "
-               "serializer=JSONSerializer)], connection=c, serializer=JSONSerializer)"
-               ".work(burst=sys.argv[2] == '1', logging_level='WARNING')")
 
 
 class Bench:
@@ -55,14 +49,14 @@ class Bench:
         MemoryStore(self.client, NAMESPACE).upsert(sample_memories())
         # the cache would serve repeats without running the pipeline: off, to time the pipeline
         self.producer = Producer(self.client, load_settings(environ={"FERRET_REDIS__URL": url, **NO_CACHE}))
-        self.raw_queue = Queue("raw", connection=self.client, serializer=JSONSerializer)
+        self.raw_queue = RawQueue(self.client)
 
     def _worker(self, kind: str, burst: bool) -> subprocess.Popen[bytes]:
         env = {**os.environ, "FERRET_REDIS__URL": self.url, **NO_CACHE}
         if kind == "raw":
-            args = [sys.executable, "-c", _RAW_WORKER, self.url, "1" if burst else "0"]
+            args = worker_command(self.url, burst)
         else:
-            args = [sys.executable, "-m", "ferret.cli.main", "worker", "--queues", "prefetch"]
+            args = [sys.executable, "-m", "ferret_cli.main", "worker", "--queues", "prefetch"]
             args += ["--burst"] if burst else []
         return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -71,12 +65,9 @@ class Bench:
             wait_or_kill(process, DRAIN_SECONDS, f"a burst {kind} worker did not finish")
 
     def raw_throughput(self, jobs: int, workers: int) -> float:
-        queued = [self.raw_queue.enqueue_call(NOOP, args=({"i": i},), result_ttl=600) for i in range(jobs)]
+        queued = [self.raw_queue.enqueue_noop(i) for i in range(jobs)]
         self._drain("raw", workers)
-        fetched = [j for j in Job.fetch_many([j.id for j in queued], connection=self.client,
-                                             serializer=JSONSerializer) if j]
-        ends = [j.ended_at for j in fetched if j.ended_at]
-        starts = [j.started_at for j in fetched if j.started_at]
+        starts, ends = self.raw_queue.spans(queued)
         return len(ends) / (max(ends) - min(starts)).total_seconds()
 
     def ferret_throughput(self, queries: tuple[str, ...], jobs: int, workers: int) -> float:
@@ -90,11 +81,11 @@ class Bench:
         return len(results) / (max(ends) - min(starts))
 
     def _with_idle_workers(self, kind: str, workers: int, run: Callable[[], list[float]]) -> list[float]:
-        before = Worker.count(connection=self.client)
+        before = workers_up(self.client)
         processes = [self._worker(kind, burst=False) for _ in range(workers)]
         try:
             deadline = time.monotonic() + 60
-            while Worker.count(connection=self.client) < before + workers and time.monotonic() < deadline:
+            while workers_up(self.client) < before + workers and time.monotonic() < deadline:
                 time.sleep(0.02)
             return run()
         finally:
@@ -108,8 +99,7 @@ class Bench:
             times = []
             for i in range(runs):
                 start = time.perf_counter()
-                job = self.raw_queue.enqueue_call(NOOP, args=({"i": i},), result_ttl=600)
-                assert job.latest_result(timeout=10) is not None
+                assert self.raw_queue.wait(self.raw_queue.enqueue_noop(i), 10)
                 times.append(time.perf_counter() - start)
             return times
         return self._with_idle_workers("raw", workers, run)

@@ -20,7 +20,7 @@ from typing import Any
 import redis
 from redis.connection import AbstractConnection
 
-from ferret.bench.common import private_redis, sample_memories
+from benchmarks.common import private_redis, sample_memories
 from ferret.settings import load_settings
 from producer.client import Producer
 from rq_wing.runner import build_worker

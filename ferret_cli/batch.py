@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from ferret.cli.options import connected, fail, settings_of
 from ferret.errors import FerretError
+from ferret_cli.options import connected, fail, settings_of
 from producer.batch import run_batch
 from producer.client import Producer
 

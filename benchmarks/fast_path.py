@@ -14,7 +14,7 @@ import statistics
 import time
 from typing import Any
 
-from ferret.bench.common import sample_memories
+from benchmarks.common import sample_memories
 from ferret.records import NO_FILTERS
 from ferret.settings import PipelineSettings
 from ferret.tracing import SpanCollector

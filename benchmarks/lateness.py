@@ -20,13 +20,13 @@ from pathlib import Path
 
 import redis
 
-from ferret.bench.common import STOP_SECONDS, private_redis, sample_memories, wait_or_kill
+from benchmarks.common import STOP_SECONDS, private_redis, sample_memories, wait_or_kill
 from ferret.settings import load_settings
 from producer.client import Producer
 from rq_wing.producer_side import workers_up
 from worker.fakes.nous_server import FakeNous
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 QUERY = "What's my BTC thesis and how did my last SOL trade go?"
 
 
@@ -39,7 +39,7 @@ def measure_lateness(runs: int, deadline: float) -> dict[str, object]:
         env = {**os.environ, "FERRET_REDIS__URL": server.url, "PYTHONPATH": str(ROOT),
                "FERRET_BACKEND__KIND": "nous", "FERRET_BACKEND__NOUS__BASE_URL": fake.base_url,
                "FERRET_BACKEND__NOUS__TIMEOUT_SECONDS": "30"}
-        worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env)
+        worker = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker"], env=env)
         try:
             client = redis.Redis.from_url(server.url)
             while workers_up(client) < 1:

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from ferret.bench.locomo import TEMPLATES, compound_queries, load, read_compound_file
-from ferret.bench.retrieval import Answer, evaluate, score_compounds, score_singles
+from benchmarks.locomo import TEMPLATES, compound_queries, load, read_compound_file
+from benchmarks.retrieval import Answer, evaluate, score_compounds, score_singles
 from ferret.settings import PipelineSettings
 
 
@@ -61,7 +61,7 @@ def test_compound_file(tmp_path):
 
 
 def test_metrics():
-    from ferret.bench.locomo import CompoundQuery, Question
+    from benchmarks.locomo import CompoundQuery, Question
     q = Question("c", "q", frozenset({"a", "b"}), 1)
     singles = score_singles([Answer(("a", "x", "b"), 0, 0.0)], [q])
     assert singles["recall@5"] == 1.0 and singles["all@5"] == 1.0
@@ -79,7 +79,7 @@ def test_evaluate_end_to_end(locomo_file):
 
 
 def test_affinity_effect_builds_links_from_earlier_questions_and_scores_the_rest(locomo_file):
-    from ferret.bench.affinity import affinity_effect, markdown
+    from benchmarks.affinity import affinity_effect, markdown
     from ferret.settings import CoRetrievalSettings
 
     data = load(locomo_file)

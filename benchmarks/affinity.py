@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ferret.bench.locomo import Dataset, Question
-from ferret.bench.retrieval import Answer, score_singles
+from benchmarks.locomo import Dataset, Question
+from benchmarks.retrieval import Answer, score_singles
 from ferret.settings import CoRetrievalSettings, PipelineSettings
 from worker.backends.memory import InMemoryBackend
 from worker.co_retrieval.affinity import AffinityBackend, InMemoryAffinity

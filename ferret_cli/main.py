@@ -8,8 +8,12 @@ import sys
 
 import click
 
-from ferret.cli import render
-from ferret.cli.options import (
+from ferret.contract import parse_request
+from ferret.errors import FerretError
+from ferret.ingest import parse_memory_lines
+from ferret.settings import load_settings
+from ferret_cli import render
+from ferret_cli.options import (
     build_filters,
     connected,
     fail,
@@ -17,10 +21,6 @@ from ferret.cli.options import (
     namespace_option,
     settings_of,
 )
-from ferret.contract import parse_request
-from ferret.errors import FerretError
-from ferret.ingest import parse_memory_lines
-from ferret.settings import load_settings
 from worker.backends.local import MemoryStore
 
 
@@ -114,7 +114,7 @@ def run(ctx: click.Context, query: str, namespace: str, max_results: int | None,
 
 
 def _register() -> None:
-    from ferret.cli import batch, bench, demo, service
+    from ferret_cli import batch, bench, demo, service
 
     for command in (*service.COMMANDS, batch.batch, demo.demo, bench.bench):
         cli.add_command(command)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
 
-from ferret.bench.locomo import CompoundQuery, Dataset, Question
+from benchmarks.locomo import CompoundQuery, Dataset, Question
 from ferret.records import NO_FILTERS, Hit
 from ferret.settings import PipelineSettings
 from ferret.text import strip_question_words

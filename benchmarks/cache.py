@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 
-from ferret.bench.common import private_redis
+from benchmarks.common import private_redis
 from ferret.contract import RetrievalRequest
 from ferret.envelope import JobEnvelope
 from ferret.job_ids import job_id_for
