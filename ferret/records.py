@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 
 class Section(enum.StrEnum):
@@ -42,7 +42,15 @@ def _encodable_ids(value: tuple[str, ...] | None) -> tuple[str, ...] | None:
 
 
 class Memory(BaseModel):
-    """One memory node, with Nous-compatible field names."""
+    """One memory node, with Nous-compatible field names.
+
+    Accepts what the real Nous server sends: any optional field may be
+    ``null`` or absent (a node created without a body or summary has
+    ``content_body: null``), unknown fields (``neural_*``, ``layer``,
+    ``version``, ``breakdown``, ...) are ignored, and ``memory_section`` (e.g.
+    ``EPISODIC``), when given and known, is the node's section. What is really
+    malformed (no id, a number where text belongs, no text at all) is refused
+    naming the field."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -56,6 +64,23 @@ class Memory(BaseModel):
     temporal_event_time: str | None = None
     state_lifecycle: str | None = None
     cluster_ids: tuple[str, ...] = ()
+    memory_section: Section | None = None
+
+    @field_validator("type", "content_title", "content_body", "content_summary", "cluster_ids", mode="before")
+    @classmethod
+    def _null_is_absent(cls, value: object, info: ValidationInfo) -> object:
+        """Nous sends ``null`` for a field a node was created without: the default, as if absent."""
+        if value is None:
+            return cls.model_fields[info.field_name].default if info.field_name else value
+        return value
+
+    @field_validator("memory_section", mode="before")
+    @classmethod
+    def _known_section(cls, value: object) -> object:
+        """A section Ferret knows (any case), else none: the subtype decides."""
+        if isinstance(value, str) and value.strip().upper() in Section.__members__:
+            return value.strip().upper()
+        return None
 
     @field_validator("id")
     @classmethod

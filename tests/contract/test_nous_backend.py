@@ -91,3 +91,49 @@ def test_pipeline_degrades_when_nous_is_down(fake, nous):
     fake.mode = "error500"
     with pytest.raises(BackendUnavailable):
         run_pipeline("bitcoin", nous, PipelineSettings())
+
+
+# A node exactly as the real nous-server sent it for a memory created through its API
+# without body, summary, embedding or event times (seen against the TypeScript server).
+REAL_NODE = {
+    "id": "n_7f3a", "type": "concept", "subtype": "custom:thesis", "content_title": "BTC halving thesis",
+    "content_summary": None, "content_body": None, "embedding_vector": None, "temporal_event_time": None,
+    "temporal_event_start": None, "temporal_event_end": None, "provenance_created_at": "2026-11-01T10:00:00Z",
+    "state_lifecycle": "ACTIVE", "cluster_ids": None, "neural_stability": 0.41, "neural_retrievability": 0.97,
+    "layer": "semantic", "version": 3, "memory_section": "KNOWLEDGE", "score": 0.62,
+    "breakdown": {"keyword": 0.62}, "primary_signal": "keyword",
+}
+
+
+def test_a_node_as_the_real_server_sends_it_is_a_hit():
+    from worker.backends.nous import _to_hit
+
+    hit = _to_hit(REAL_NODE)
+    memory = hit.memory
+    assert hit.score == 0.62 and memory.content_title == "BTC halving thesis"
+    assert memory.content_body == "" and memory.content_summary == "" and memory.cluster_ids == ()
+    assert memory.memory_section is not None and memory.memory_section.value == "KNOWLEDGE"
+
+
+@pytest.mark.parametrize(("field", "value"), [("id", None), ("content_title", 7), ("score", None)])
+def test_what_is_really_malformed_is_refused_naming_the_field(field, value):
+    from worker.backends.nous import _to_hit
+
+    node = {**REAL_NODE, field: value}
+    if field == "content_title":
+        node["content_summary"] = node["content_body"] = None
+    with pytest.raises(BackendProtocolError) as refused:
+        _to_hit(node)
+    assert field in str(refused.value) or (field == "score" and "score" in str(refused.value))
+
+
+def test_searches_succeed_on_nodes_full_of_nulls(fake, nous):
+    sparse = FakeNous([Memory(id="s1", content_title="solana staking note", subtype="custom:trade_entry")])
+    try:
+        client = NousBackend(NousSettings(base_url=sparse.base_url))
+        [hit] = client.search("solana staking", 5, Filters())
+        assert hit.memory.content_body == "" and hit.memory.memory_section is not None
+        assert hit.memory.memory_section.value == "EPISODIC"  # the section the server gave
+        client.close()
+    finally:
+        sparse.close()

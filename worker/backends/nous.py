@@ -59,7 +59,10 @@ def _to_hit(item: Any) -> Hit:
     try:
         memory = Memory.model_validate(item)
     except ValidationError as exc:
-        raise BackendProtocolError(NAME, f"search item is not a node: {exc.errors()[0]['msg']}") from exc
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "node"
+        raise BackendProtocolError(NAME, f"search item {str(item.get('id'))[:60]!r} is not a node: "
+                                         f"{field}: {error['msg']}") from exc
     clipped = min(1.0, max(0.0, float(score)))
     return Hit.of(memory, clipped)
 

@@ -2,6 +2,9 @@
 
 - ``POST /v1/search`` answers ``{data, count, metrics, qcs}``; ``qcs`` is left
   out when there are no results;
+- nodes come with ``null`` for every field they were created without, with
+  fields Ferret ignores (``neural_*``, ``layer``, ``version``, ``breakdown``,
+  ``primary_signal``) and with ``memory_section``;
 - a ``limit`` above 33 falls back silently to an unscored substring match
   (items carry ``score: 0``) -- the client must never ask for that;
 - errors: 400/404 as JSON ``{"error": ...}``; unhandled ones as
@@ -29,6 +32,7 @@ from pydantic import ValidationError
 from ferret.records import Filters, Memory
 from worker.backends.memory import InMemoryBackend
 from worker.fakes.loopback import LoopbackServer
+from worker.pipeline.sections import section_for_subtype
 
 MAX_SCORED_LIMIT = 33
 
@@ -118,7 +122,7 @@ class FakeNous(LoopbackServer):
             return self._json(handler, 200, {"data": {"oops": 1}, "count": "x"})
         if limit > MAX_SCORED_LIMIT:  # the real server's silent fallback
             found = [m for m in self.memories if query.lower() in m.text.lower()][:limit]
-            data = [{**m.model_dump(mode="json"), "score": 0} for m in found]
+            data = [{**wire_node(m), "score": 0} for m in found]
         else:
             filters = {k: body[k] for k in ("type", "subtype", "lifecycle", "time_range", "cluster_ids") if k in body}
             try:
@@ -126,12 +130,25 @@ class FakeNous(LoopbackServer):
             except ValidationError as exc:
                 return self._json(handler, 400, {"error": str(exc.errors()[0]["msg"])})
             hits = self.backend.search(query, limit, parsed)
-            data = [{**h.memory.model_dump(mode="json"), "score": h.score, "primary_signal": "keyword"}
-                    for h in hits]
+            data = [{**wire_node(h.memory), "score": h.score, "primary_signal": "keyword",
+                     "breakdown": {"keyword": h.score}} for h in hits]
         payload: dict[str, Any] = {"data": data, "count": len(data), "metrics": {"seed_count": len(data)}}
         if data:
             payload["qcs"] = {"query_type": "LOOKUP", "disqualified": False}
         return self._json(handler, 200, payload)
+
+
+def wire_node(memory: Memory) -> dict[str, Any]:
+    """A node as the real server sends it: fields a node was created without are
+    ``null`` (not absent, not ""), and it carries fields Ferret does not use."""
+    node: dict[str, Any] = memory.model_dump(mode="json", exclude={"memory_section"})
+    for name in ("content_body", "content_summary", "temporal_event_time", "provenance_created_at", "subtype",
+                 "state_lifecycle"):
+        node[name] = node.get(name) or None
+    node.update(embedding_vector=None, temporal_event_start=None, temporal_event_end=None,
+                neural_stability=0.5, neural_retrievability=0.9, layer="semantic", version=1,
+                memory_section=(memory.memory_section or section_for_subtype(memory.subtype)).value)
+    return node
 
 
 def nous_env(fake: FakeNous, timeout_seconds: float | None = None) -> dict[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ferret.records import Hit, Memory
-from worker.pipeline.sections import section_for_subtype, subtype_label
+from worker.pipeline.sections import section_of, subtype_label
 
 CHARS_PER_TOKEN = 4
 _MIN_TAIL_CHARS = 40
@@ -29,7 +29,7 @@ def preview(memory: Memory) -> str:
 def format_line(hit: Hit) -> str:
     memory = hit.memory
     label = subtype_label(memory.subtype) or memory.type
-    section = section_for_subtype(memory.subtype).value
+    section = section_of(memory).value
     title = memory.content_title.strip() or "Untitled"
     date = (memory.temporal_event_time or memory.provenance_created_at or "")[:10]
     dated = f" ({date})" if date else ""

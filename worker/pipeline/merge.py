@@ -27,7 +27,7 @@ from dataclasses import replace
 from itertools import zip_longest
 
 from ferret.records import Hit, Section, SubQueryOutcome
-from worker.pipeline.sections import section_for_subtype
+from worker.pipeline.sections import section_of
 
 
 def apply_intent_boost(hits: Sequence[Hit], intents: Sequence[Section], boost: float) -> list[Hit]:
@@ -37,7 +37,7 @@ def apply_intent_boost(hits: Sequence[Hit], intents: Sequence[Section], boost: f
     wanted = set(intents)
     return [
         replace(h, score=h.original_score * boost, boosted=True)
-        if section_for_subtype(h.memory.subtype) in wanted else h
+        if section_of(h.memory) in wanted else h
         for h in hits
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ferret.records import Section
+from ferret.records import Memory, Section
 
 _SUBTYPE_SECTIONS: dict[str, Section] = {
     **dict.fromkeys(
@@ -31,6 +31,11 @@ def subtype_label(subtype: str | None) -> str:
 def section_for_subtype(subtype: str | None) -> Section:
     """Section of a subtype; anything unknown is KNOWLEDGE."""
     return _SUBTYPE_SECTIONS.get(subtype_label(subtype), Section.KNOWLEDGE)
+
+
+def section_of(memory: Memory) -> Section:
+    """A memory's section: the one its backend gave (Nous's ``memory_section``), else its subtype's."""
+    return memory.memory_section or section_for_subtype(memory.subtype)
 
 
 _INTENT_KEYWORDS: dict[Section, tuple[str, ...]] = {
