@@ -1,8 +1,12 @@
 """The retrieval cache (seed 002, moved to Redis and shared by all workers).
 
 Key: the normalised query (lowercase, whitespace collapsed, trailing
-punctuation stripped), the namespace, filters, options, the backend kind and
-the memory store's version. A change to the memories bumps the version, so
+punctuation stripped), the namespace, filters, options, the backend kind,
+the memory store's version, and a fingerprint of everything else that
+decides an answer (the pipeline, backend, re-rank, co-retrieval and limit
+settings, and this code's version): a worker restarted with other settings,
+or a new release, never serves an answer the old ones made. A request can
+skip the cache (``options.cache: false``). A change to the memories bumps the version, so
 stale entries are simply never asked for again and expire on their TTL: no
 explicit clear (the seed's open problem). Only ``ok`` results are cached.
 The same key serves to coalesce identical prefetch requests in flight.
@@ -17,8 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ferret import keys
+from ferret import __version__, keys
 from ferret.contract import ResultItem, RetrievalRequest
+from ferret.settings import Settings
 from ferret.stats import JobStats
 from ferret.text import cache_form
 
@@ -27,11 +32,28 @@ def normalise(query: str) -> str:
     return cache_form(query)
 
 
-def cache_key(request: RetrievalRequest, backend: str, memory_version: int) -> str:
+# Bump when what a cached entry means changes without a settings change.
+CACHE_FORMAT = 2
+
+
+def answer_fingerprint(settings: Settings) -> str:
+    """What decides an answer besides the request and the memories (secrets left out)."""
+    material = {
+        "pipeline": settings.pipeline.model_dump(mode="json"),
+        "backend": settings.backend.model_dump(mode="json", exclude={"nous": {"api_key"}}),
+        "rerank": settings.rerank.model_dump(mode="json", exclude={"api_key"}),
+        "co_retrieval": settings.co_retrieval.model_dump(mode="json"),
+        "limits": settings.limits.model_dump(mode="json"),
+        "code": [__version__, CACHE_FORMAT],
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cache_key(request: RetrievalRequest, backend: str, memory_version: int, fingerprint: str = "") -> str:
     material = json.dumps([
         normalise(request.query), request.namespace,
         request.filters.model_dump(mode="json", exclude_none=True),
-        request.options.model_dump(mode="json"), backend, memory_version,
+        request.options.model_dump(mode="json"), backend, memory_version, fingerprint,
     ], sort_keys=True, separators=(",", ":"))
     return keys.cached(request.namespace, hashlib.sha256(material.encode()).hexdigest()[:40])
 

@@ -36,6 +36,7 @@ class RetrievalOptions(BaseModel):
     rerank: bool = False
     format: Literal["text", "none"] = "text"
     recall: Literal["auto", "explicit"] = "auto"  # explicit: asked for by the agent (stronger co-retrieval)
+    cache: bool = True  # false: neither read nor write the retrieval cache, nor join an identical job in flight
 
 
 class RetrievalRequest(BaseModel):

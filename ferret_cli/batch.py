@@ -21,8 +21,11 @@ from producer.client import Producer
 @click.option("--resume", is_flag=True, help="Keep OUT and re-enqueue only lines with no final result.")
 @click.option("--wait", "wait_seconds", type=float, default=3600.0, show_default=True,
               help="Seconds to wait for all results.")
+@click.option("--no-cache", is_flag=True,
+              help="Fresh answers: no line reads or writes the retrieval cache (unless its options say so).")
 @click.pass_context
-def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wait_seconds: float) -> None:
+def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wait_seconds: float,
+          no_cache: bool) -> None:
     """Enqueue every request in INPUT_FILE (JSONL) and collect the results into OUT."""
     lines = input_file.read_text(encoding="utf-8", errors="replace").splitlines()
     total = sum(1 for line in lines if line.strip())
@@ -31,7 +34,7 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
             producer = Producer(client, settings_of(ctx))
             with click.progressbar(length=total, label="batch", file=sys.stderr) as bar:
                 summary = run_batch(producer, lines, out_path, resume=resume, prefix=input_file.stem,
-                                    wait_seconds=wait_seconds, progress=bar.update)
+                                    wait_seconds=wait_seconds, cache=not no_cache, progress=bar.update)
     except FerretError as exc:
         fail(exc)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.by_status.items())) or "none"

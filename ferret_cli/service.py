@@ -55,12 +55,14 @@ def worker(ctx: click.Context, queues: str, burst: bool, worker_class: str | Non
 @click.option("--max-results", type=int)
 @click.option("--rerank", is_flag=True, help="Ask for the LLM re-rank (when switched on in the settings).")
 @click.option("--explicit", is_flag=True, help="An explicit recall: stronger co-retrieval strengthening.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the retrieval cache: a fresh answer.")
 @click.option("--wait", "wait_seconds", type=float, default=10.0, show_default=True,
               help="Seconds to wait for the result (0: just enqueue).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id: str | None,
-          deadline: float | None, max_results: int | None, rerank: bool, explicit: bool, wait_seconds: float,
+          deadline: float | None, max_results: int | None, rerank: bool, explicit: bool, no_cache: bool,
+          wait_seconds: float,
           as_json: bool, **filter_args) -> None:
     """Enqueue a retrieval job for TEXT and (by default) wait for its result."""
     try:
@@ -70,7 +72,7 @@ def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id:
                 "query": text, "namespace": namespace, "queue": queue, "request_id": request_id,
                 "deadline_seconds": deadline, "filters": build_filters(**filter_args),
                 "options": {"max_results": max_results, "rerank": rerank,
-                            "recall": "explicit" if explicit else "auto"},
+                            "recall": "explicit" if explicit else "auto", "cache": not no_cache},
             })
             result = producer.wait(handle, wait_seconds) if wait_seconds > 0 else None
     except FerretError as exc:

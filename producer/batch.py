@@ -60,10 +60,13 @@ def done_request_ids(out_path: Path) -> set[str]:
     return done
 
 
-def _request_of(line: str, number: int, prefix: str) -> dict[str, Any]:
+def _request_of(line: str, number: int, prefix: str, cache: bool) -> dict[str, Any]:
     data = parse_object(line, "line")
     data.setdefault("queue", "batch")
     data.setdefault("request_id", derived_request_id(prefix, number, line))
+    options = data.get("options", {})
+    if not cache and isinstance(options, dict):  # a line's own choice wins
+        data["options"] = {"cache": False, **options}
     return data
 
 
@@ -73,7 +76,7 @@ def _write(out: IO[str], row: dict[str, Any]) -> None:
 
 
 def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resume: bool = False,
-              prefix: str = "batch", wait_seconds: float = 3600.0,
+              prefix: str = "batch", wait_seconds: float = 3600.0, cache: bool = True,
               progress: Callable[[int], None] = lambda n: None) -> BatchSummary:
     """Enqueue every line, then write each final result as it is read."""
     summary = BatchSummary()
@@ -85,7 +88,7 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                 continue
             summary.total += 1
             try:
-                request = _request_of(line, number, prefix)
+                request = _request_of(line, number, prefix, cache)
                 if request["request_id"] in done:
                     summary.skipped_done += 1
                     progress(1)

@@ -17,7 +17,7 @@ from typing import Any
 import redis
 
 from ferret import keys
-from ferret.cache import cache_key, inflight_key
+from ferret.cache import answer_fingerprint, cache_key, inflight_key
 from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
 from ferret.envelope import JobEnvelope
 from ferret.errors import JobNotFound
@@ -45,6 +45,7 @@ class Producer:
         self.settings = settings
         self.results = ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds)
         self.queues = RQQueues(client)
+        self._fingerprint = answer_fingerprint(settings)
 
     def _deadline(self, request: RetrievalRequest) -> float:
         if request.deadline_seconds is not None:
@@ -80,7 +81,8 @@ class Producer:
             elif self.results.exists(job_id):  # a final result outlived its claim: it is still the answer
                 return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
         version = int(self.client.get(keys.memory_version(request.namespace)) or 0)
-        if request.request_id is None and request.queue == "prefetch" and self.settings.cache.coalesce:
+        if (request.request_id is None and request.queue == "prefetch" and self.settings.cache.coalesce
+                and request.options.cache):
             joined = self._coalesce(request, job_id, version, deadline)
             if joined is not None:
                 return joined
@@ -93,7 +95,7 @@ class Producer:
 
     def _coalesce(self, request: RetrievalRequest, job_id: str, version: int, deadline: float) -> JobHandle | None:
         """The handle of an identical prefetch job still in flight, if any; else claim the slot."""
-        slot = inflight_key(cache_key(request, self.settings.backend.kind, version))
+        slot = inflight_key(cache_key(request, self.settings.backend.kind, version, self._fingerprint))
         if self.client.set(slot, job_id, nx=True, px=max(1, int(deadline * 1000))):
             return None
         other = self.client.get(slot)

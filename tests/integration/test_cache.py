@@ -58,3 +58,26 @@ def test_identical_prefetch_requests_in_flight_are_one_job(producer, sample_name
     assert Queue("prefetch", connection=redis_client).count == 1
     start_workers(1)
     assert producer.wait(second, 20).job_id == first.job_id
+
+
+def test_a_worker_restarted_with_other_settings_never_serves_the_old_answer(
+        producer, sample_namespace, start_workers, redis_client):
+    [worker] = start_workers(1)
+    first = _ask(producer, "What's my BTC thesis?", sample_namespace)
+    assert first.stats.cache_hit is False and len(first.results) > 2
+    assert _ask(producer, "What's my BTC thesis?", sample_namespace).stats.cache_hit is True
+    worker.terminate()
+    worker.wait(timeout=20)
+    start_workers(1, extra_env={"FERRET_PIPELINE__MAX_RESULTS": "2", "FERRET_PIPELINE__MIN_RESULTS": "1"})
+    after = _ask(producer, "What's my BTC thesis?", sample_namespace)
+    assert after.stats.cache_hit is False and len(after.results) == 2
+    assert _ask(producer, "What's my BTC thesis?", sample_namespace).stats.cache_hit is True  # its own entry
+
+
+def test_a_request_can_skip_the_cache(producer, sample_namespace, start_workers, redis_client):
+    start_workers(1)
+    assert _ask(producer, "SOL trade", sample_namespace).stats.cache_hit is False
+    fresh = _ask(producer, "SOL trade", sample_namespace, options={"cache": False})
+    assert fresh.status == "ok" and fresh.stats.cache_hit is None and "cache" not in (fresh.stats.stage_ms or {})
+    assert _ask(producer, "BTC funding", sample_namespace, options={"cache": False}).stats.cache_hit is None
+    assert _ask(producer, "BTC funding", sample_namespace).stats.cache_hit is False  # nothing was written

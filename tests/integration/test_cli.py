@@ -97,3 +97,18 @@ def test_batch_resumes_after_the_producer_is_killed(tmp_path, env, sample_namesp
     assert sum(r["status"] == "ok" for r in rows) == 300
     assert next(r for r in rows if r["status"] == "failed")["error"].startswith("invalid request: query")
     assert summary["skipped_done"] == written_before
+
+
+def test_no_cache_on_query_and_batch(tmp_path, env, sample_namespace, start_workers):
+    start_workers(1)
+    assert _ferret(["query", "BTC thesis", "-n", sample_namespace, "--json"], env).returncode == 0  # now cached
+    fresh = json.loads(_ferret(["query", "BTC thesis", "-n", sample_namespace, "--no-cache", "--json"], env).stdout)
+    assert fresh["status"] == "ok" and "cache_hit" not in fresh["stats"]
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text(json.dumps({"query": "BTC thesis", "namespace": sample_namespace}) + "\n"
+                      + json.dumps({"query": "BTC thesis", "namespace": sample_namespace,
+                                    "options": {"cache": True}}) + "\n")
+    done = _ferret(["batch", str(source), "--out", str(out), "--no-cache", "--wait", "30"], env)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "cache_hit" not in rows[0]["stats"] and rows[1]["stats"]["cache_hit"] is True  # a line's own choice wins

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import redis
 
+from ferret.cache import answer_fingerprint
 from ferret.results import ResultStore
 from ferret.settings import Settings
 from worker.backends.factory import Backends, build_backends
@@ -22,6 +23,7 @@ class WorkerResources:
     results: ResultStore
     name: str  # host:pid, as it appears in results
     scorer: LLMScorer | None = None  # the re-rank stage's LLM, when switched on
+    fingerprint: str = ""  # what decides an answer besides request and memories (ferret.cache)
 
     @property
     def pid(self) -> int:
@@ -45,4 +47,5 @@ def build_resources(settings: Settings, client: redis.Redis) -> WorkerResources:
         results=ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds),
         name=f"{socket.gethostname()}:{os.getpid()}",
         scorer=LLMScorer(settings.rerank) if settings.rerank.enabled else None,
+        fingerprint=answer_fingerprint(settings),
     )

@@ -58,13 +58,13 @@ class _Outcome:
 def _cached(ctx: WorkerResources, env: JobEnvelope, request: RetrievalRequest,
             tracer: SpanCollector) -> tuple[str | None, float, _Outcome | None]:
     """The cache key for this request, the look-up's milliseconds, and the cached outcome if any."""
-    if not ctx.settings.cache.enabled:
+    if not ctx.settings.cache.enabled or not request.options.cache:
         return None, 0.0, None
     with tracer.span("cache") as span:
         version = env.memory_version
         if version is None:
             version = ctx.backends.version(request.namespace)
-        key = cache_key(request, ctx.settings.backend.kind, version)
+        key = cache_key(request, ctx.settings.backend.kind, version, ctx.fingerprint)
         raw = ctx.client.get(key)
         span.set(hit=raw is not None)
     looked_up_ms = round(span.duration_ms, 3)

@@ -33,3 +33,18 @@ def test_keys_live_in_the_namespace():
     key = _key(namespace="alice")
     assert key.startswith("ferret:ns:alice:cache:")
     assert inflight_key(key).startswith("ferret:ns:alice:inflight:")
+
+
+def test_the_fingerprint_follows_what_decides_an_answer():
+    from ferret.cache import answer_fingerprint
+    from ferret.settings import load_settings
+
+    base = answer_fingerprint(load_settings(environ={}))
+    for name, value in (("PIPELINE__MAX_RESULTS", "2"), ("PIPELINE__RELEVANCE_RATIO", "0.5"),
+                        ("BACKEND__KIND", "nous"), ("RERANK__MODEL", "other"),
+                        ("CO_RETRIEVAL__AFFINITY_WEIGHT", "0.3"), ("LIMITS__MAX_RESULT_BYTES", "50000")):
+        assert answer_fingerprint(load_settings(environ={f"FERRET_{name}": value})) != base, name
+    for name, value in (("SERVICE__RESULT_TTL_SECONDS", "60"), ("BACKEND__NOUS__API_KEY", "secret"),
+                        ("RERANK__API_KEY", "secret")):
+        assert answer_fingerprint(load_settings(environ={f"FERRET_{name}": value})) == base, name
+    assert _key() != cache_key(parse_request({"query": "What is my BTC thesis?"}, LIMITS), "local", 1, base)
