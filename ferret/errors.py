@@ -6,7 +6,8 @@
     │   └── InvalidMemory        a memory record (ingest line) is invalid
     ├── BackendError             a memory backend failed; ``backend`` names it
     │   ├── BackendUnavailable   could not connect, timed out, or answered 5xx
-    │   └── BackendProtocolError answered something that is not what we expect
+    │   ├── BackendProtocolError answered something that is not what we expect
+    │   └── NamespaceNotServed   no memory store is configured for the namespace
     ├── RerankFailed             the optional LLM re-rank could not be used;
     │                            ``reason`` is timeout, error or malformed
     ├── StageError               a pipeline stage failed; wraps the cause once
@@ -56,6 +57,10 @@ class BackendUnavailable(BackendError):
 
 class BackendProtocolError(BackendError):
     """The backend answered something that does not follow its protocol."""
+
+
+class NamespaceNotServed(BackendError):
+    """The backend has no memory store for this namespace (a Nous server serves one tenant)."""
 
 
 class RerankFailed(FerretError):

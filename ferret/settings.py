@@ -55,6 +55,15 @@ class NousSettings(_Strict):
     max_limit: int = Field(33, ge=1, le=33)
     use_remote_classifier: bool = False
     max_connections: int = Field(20, ge=1, le=1000)
+    # A Nous server holds one tenant's memories: base_url serves the namespace "default";
+    # every other namespace needs its own server here (namespace -> base URL), else it is refused.
+    namespaces: dict[str, str] = {}
+
+    def url_for(self, namespace: str) -> str | None:
+        """The Nous server of ``namespace``, or None when none serves it."""
+        if namespace in self.namespaces:
+            return self.namespaces[namespace]
+        return self.base_url if namespace == "default" else None
 
 
 class BackendSettings(_Strict):

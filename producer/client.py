@@ -20,7 +20,7 @@ from ferret import keys
 from ferret.cache import answer_fingerprint, cache_key, inflight_key
 from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
 from ferret.envelope import JobEnvelope
-from ferret.errors import JobNotFound
+from ferret.errors import InvalidRequest, JobNotFound
 from ferret.job_ids import job_id_for
 from ferret.results import ResultStore
 from ferret.settings import Settings
@@ -67,6 +67,10 @@ class Producer:
     def enqueue(self, request: RetrievalRequest | dict[str, Any]) -> JobHandle:
         """Validate and enqueue; raises InvalidRequest naming the bad field."""
         request = parse_request(request, self.settings.limits)
+        backend = self.settings.backend
+        if backend.kind == "nous" and backend.nous.url_for(request.namespace) is None:
+            raise InvalidRequest("namespace", f"no Nous server serves {request.namespace!r} "
+                                              "(backend.nous.namespaces maps namespaces to servers)")
         job_id = job_id_for(request.namespace, request.request_id)
         deadline = self._deadline(request)
         trace_id = new_trace_id()

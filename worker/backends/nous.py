@@ -14,13 +14,14 @@ out, 5xx) or ``BackendProtocolError`` (4xx, or an answer of the wrong shape).
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 from pydantic import ValidationError
 
-from ferret.errors import BackendError, BackendProtocolError, BackendUnavailable
+from ferret.errors import BackendError, BackendProtocolError, BackendUnavailable, NamespaceNotServed
 from ferret.records import Filters, Hit, Memory
 from ferret.settings import NousSettings
 
@@ -139,16 +140,32 @@ class NousBackend:
 
 
 class NousBackends:
-    """Nous has no namespaces: every namespace shares the one client."""
+    """One client per Nous server. A Nous server has no namespaces: it holds
+    one tenant's memories, so each Ferret namespace maps to a server of its
+    own (``backend.nous.namespaces``; ``base_url`` serves ``default``), and a
+    namespace with none is refused, never served another tenant's memories."""
 
     def __init__(self, settings: NousSettings, transport: httpx.BaseTransport | None = None) -> None:
-        self.backend = NousBackend(settings, transport)
+        self.settings = settings
+        self._transport = transport
+        self._clients: dict[str, NousBackend] = {}
+        self._lock = threading.Lock()
 
     def for_namespace(self, namespace: str, at_least: int | None = None) -> NousBackend:
-        return self.backend
+        url = self.settings.url_for(namespace)
+        if url is None:
+            raise NamespaceNotServed(NAME, f"no Nous server for namespace {namespace!r}: this backend serves "
+                                           "'default' and the namespaces in backend.nous.namespaces")
+        with self._lock:
+            client = self._clients.get(url)
+            if client is None:
+                client = self._clients[url] = NousBackend(self.settings.model_copy(update={"base_url": url}),
+                                                          self._transport)
+            return client
 
     def version(self, namespace: str) -> int:
         return 0
 
     def close(self) -> None:
-        self.backend.close()
+        for client in self._clients.values():
+            client.close()

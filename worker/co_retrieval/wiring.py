@@ -14,10 +14,9 @@ def co_retrieval_applier(context: WorkerResources, metrics: FerretMetrics) -> Co
     settings = context.settings.co_retrieval
     strengthen: Strengthen
     if context.settings.backend.kind == "nous":
-        backend = context.backends.for_namespace("default")  # Nous has no namespaces
-        assert isinstance(backend, NousBackend)
-
         def strengthen(namespace: str, groups: list[list[str]], amount: float) -> int:
+            backend = context.backends.for_namespace(namespace)  # the namespace's own Nous server
+            assert isinstance(backend, NousBackend)
             return strengthen_edges(backend, groups, amount, settings.timeout_seconds)
     else:
         def strengthen(namespace: str, groups: list[list[str]], amount: float) -> int:
