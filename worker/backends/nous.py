@@ -14,7 +14,6 @@ out, 5xx) or ``BackendProtocolError`` (4xx, or an answer of the wrong shape).
 from __future__ import annotations
 
 import math
-import threading
 from typing import Any
 from urllib.parse import quote
 
@@ -147,21 +146,16 @@ class NousBackends:
 
     def __init__(self, settings: NousSettings, transport: httpx.BaseTransport | None = None) -> None:
         self.settings = settings
-        self._transport = transport
-        self._clients: dict[str, NousBackend] = {}
-        self._lock = threading.Lock()
+        # Built at start-up, one per server (a client costs milliseconds to build: not a job's).
+        urls = {settings.base_url, *settings.namespaces.values()}
+        self._clients = {url: NousBackend(settings.model_copy(update={"base_url": url}), transport) for url in urls}
 
     def for_namespace(self, namespace: str, at_least: int | None = None) -> NousBackend:
         url = self.settings.url_for(namespace)
         if url is None:
             raise NamespaceNotServed(NAME, f"no Nous server for namespace {namespace!r}: this backend serves "
                                            "'default' and the namespaces in backend.nous.namespaces")
-        with self._lock:
-            client = self._clients.get(url)
-            if client is None:
-                client = self._clients[url] = NousBackend(self.settings.model_copy(update={"base_url": url}),
-                                                          self._transport)
-            return client
+        return self._clients[url]
 
     def version(self, namespace: str) -> int:
         return 0
