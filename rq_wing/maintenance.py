@@ -30,6 +30,7 @@ from rq.queue import Queue
 from rq.registry import FailedJobRegistry, FinishedJobRegistry
 from rq.worker_registration import clean_worker_registry
 
+from ferret.contract import RetrievalResult
 from ferret.envelope import deadline_of
 from rq_wing.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
 from worker.core.resources import WorkerResources
@@ -38,13 +39,16 @@ from worker.core.results import lost_result
 logger = logging.getLogger(__name__)
 
 
-def sweep(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], None], now: float) -> None:
-    """One maintenance pass over ``queue``'s registries (see the module)."""
+def sweep(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], None],
+          now: float) -> list[RetrievalResult]:
+    """One maintenance pass over ``queue``'s registries (see the module);
+    returns the ``failed`` results it wrote, for the worker's observers."""
+    written: list[RetrievalResult] = []
     steps: list[tuple[str, Callable[[], object]]] = [
         ("finished registry", FinishedJobRegistry(queue=queue).cleanup),
         ("failed registry", FailedJobRegistry(queue=queue).cleanup),
         ("worker registry", lambda: clean_worker_registry(queue)),
-        ("intermediate queue", lambda: _sweep_intermediate(queue, ctx, on_refused, now)),
+        ("intermediate queue", lambda: written.extend(_sweep_intermediate(queue, ctx, on_refused, now))),
     ]
     for name, step in steps:
         try:
@@ -53,16 +57,18 @@ def sweep(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], No
             raise
         except Exception:
             logger.exception("queue %s: maintenance of the %s failed", queue.name, name)
+    return written
 
 
 def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], None],
-                        now: float) -> None:
+                        now: float) -> list[RetrievalResult]:
+    written: list[RetrievalResult] = []
     intermediate = IntermediateQueue(queue.key, connection=queue.connection)
     connection = queue.connection
     started = {registry_entry_id(entry) for entry in connection.zrange(queue.started_job_registry.key, 0, -1)}
     for raw in connection.lrange(intermediate.key, 0, -1):
         job, refusal = take_entry(queue.job_class, raw, queue, connection, queue.serializer)
-        if refusal is not None or job is None:
+        if job is None:
             connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]
             if refusal is not None:
                 on_refused(refusal)
@@ -80,5 +86,6 @@ def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable
             connection.lpush(queue.key, job.id)  # the front: RQ pops from the left
             logger.warning("job=%s was stuck between dequeue and start; queued again", job.id)
         else:
-            lost_result(ctx, job.args[0], job.id, queue.name, "worker lost between dequeue and start")
+            written.append(lost_result(ctx, job.args[0], job.id, queue.name, "worker lost between dequeue and start"))
             logger.warning("job=%s was stuck between dequeue and start past its deadline; ended failed", job.id)
+    return written

@@ -83,7 +83,8 @@ def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry
     if _worker_alive(ctx, job) and not overdue:
         return None
     ctx.client.zrem(registry.key, raw)
-    reruns = int(job.meta.get(RERUNS, 0)) if isinstance(job.meta.get(RERUNS, 0), int) else 0
+    reruns = job.meta.get(RERUNS, 0)
+    reruns = int(reruns) if isinstance(reruns, int) else 0  # meta is untrusted too
     if not overdue and reruns < ctx.settings.service.max_reruns:
         job.meta[RERUNS] = reruns + 1
         job.save_meta()

@@ -54,7 +54,6 @@ class _Observed:
 
     ferret_metrics: FerretMetrics
     ferret_context: WorkerResources
-    ferret_backend: str
     ferret_observers: list[Observer]
     ferret_on_refused: Callable[[Refusal], None]
     last_cleaned_at: Any
@@ -94,7 +93,8 @@ class _Observed:
         for queue in self.queues:  # type: ignore[attr-defined]
             if queue.acquire_maintenance_lock():
                 try:
-                    sweep(queue, self.ferret_context, self.ferret_on_refused, time.time())
+                    for result in sweep(queue, self.ferret_context, self.ferret_on_refused, time.time()):
+                        after_job(self.ferret_observers, JobReport(result, None))
                 finally:
                     queue.release_maintenance_lock()
         self.last_cleaned_at = utc_now()
@@ -156,25 +156,27 @@ class StockForkWorker(_Observed, Worker):
     """RQ's own bookkeeping, every write it makes (``service.lean_bookkeeping: false``)."""
 
 
-WORKER_CLASSES = ("simple", "fork")  # the names users give
 _CLASSES: dict[tuple[str, bool], type[Worker]] = {  # (name, lean bookkeeping) -> Ferret's class
     ("simple", True): ObservedSimpleWorker,  # type: ignore[dict-item]
     ("fork", True): ObservedForkWorker,
     ("simple", False): StockSimpleWorker,  # type: ignore[dict-item]
     ("fork", False): StockForkWorker,
 }
+WORKER_CLASSES = tuple(dict.fromkeys(name for name, _ in _CLASSES))  # the names users give
 
 
-def _refused(context: WorkerResources, metrics: FerretMetrics, backend: str, refusal: Refusal) -> None:
+def _refused(context: WorkerResources, metrics: FerretMetrics, observers: list[Observer], refusal: Refusal) -> None:
     """A queue entry the worker will not run: its ``failed`` result (when it
-    has a usable job id), RQ's failed registry (when its hash was read), a count."""
+    has a usable job id, told to the observers like any job's), RQ's failed
+    registry (when its hash was read), else just a count."""
     if refusal.job_id is None:
         metrics.refused.labels(refusal.reason).inc()
         return
     if refusal.job is not None:
         queue = Queue(refusal.queue, connection=context.client, serializer=JSONSerializer)
         mark_failed(refusal.job, queue, f"refused by Ferret: {refusal.message}")
-    metrics.record(refused_result(context, refusal.job_id, refusal.queue, refusal.reason, refusal.message), backend)
+    result = refused_result(context, refusal.job_id, refusal.queue, refusal.reason, refusal.message)
+    after_job(observers, JobReport(result, None))
 
 
 def _observers(context: WorkerResources, metrics: FerretMetrics) -> list[Observer]:
@@ -209,8 +211,10 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = build_resources(settings, client)
     metrics = metrics or FerretMetrics()
+    observers = _observers(context, metrics)
+
     def on_refused(refusal: Refusal) -> None:
-        _refused(context, metrics, settings.backend.kind, refusal)
+        _refused(context, metrics, observers, refusal)
 
     queue_class = guarded_queue_class(on_refused, lean)
     worker = cls(
@@ -223,8 +227,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     worker.ferret_on_refused = on_refused  # type: ignore[attr-defined]
     worker.ferret_metrics = metrics  # type: ignore[attr-defined]
     worker.ferret_context = context  # type: ignore[attr-defined]
-    worker.ferret_backend = settings.backend.kind  # type: ignore[attr-defined]
-    worker.ferret_observers = _observers(context, metrics)  # type: ignore[attr-defined]
+    worker.ferret_observers = observers  # type: ignore[attr-defined]
     return worker
 
 

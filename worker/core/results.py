@@ -97,9 +97,9 @@ def refuse(ctx: WorkerResources, env: Stamps, started_at: float, reason: str, me
 
 def refused_result(ctx: WorkerResources, job_id: str, queue: str, reason: str, message: str) -> RetrievalResult:
     """Write (once) the ``failed`` result of a queue entry the worker refused to run."""
-    env = stamps_of_invalid(None, job_id, queue)
-    refuse(ctx, env, time.time(), reason, f"refused queue entry: {message}")
-    return ctx.results.read(job_id) or build_result(ctx, env, None, "failed", time.time(), NO_TRACE, error=message)
+    stamps = stamps_of_invalid(None, job_id, queue)
+    written = refuse(ctx, stamps, time.time(), reason, f"refused queue entry: {message}")
+    return ctx.results.read(job_id) or written
 
 
 def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: SpanCollector,
