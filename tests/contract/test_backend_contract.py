@@ -80,11 +80,26 @@ def test_no_match_is_empty(backend):
         (Filters(cluster_ids=("c1",)), {"a", "c"}),
         (Filters(time_range=TimeRange(start=datetime(2026, 2, 1, tzinfo=UTC),
                                       end=datetime(2026, 2, 28, tzinfo=UTC), type="event")), {"b"}),
+        # The real Nous server ignores a one-sided range and matches lifecycle case-sensitively:
+        # the same filter must still mean the same on every backend.
+        (Filters(time_range=TimeRange(start=datetime(2026, 2, 1, tzinfo=UTC), type="event")), {"b", "c"}),
+        (Filters(time_range=TimeRange(end=datetime(2026, 2, 1, tzinfo=UTC), type="event")), {"a"}),
+        (Filters(time_range=TimeRange(start=datetime(2026, 2, 20, tzinfo=UTC))), {"c"}),
+        (Filters(lifecycle="archived"), {"b"}),
+        (Filters(lifecycle="Active", cluster_ids=("c3",)), {"c"}),
+        (Filters(type="concept", time_range=TimeRange(end=datetime(2026, 2, 1, tzinfo=UTC))), {"a"}),
+        (Filters(lifecycle="DORMANT"), set()),
     ],
 )
 def test_filters(backend, filters, expected):
     hits = backend.search("bitcoin SOL funding thesis lesson trade", 25, filters)
     assert {h.id for h in hits} == expected
+
+
+def test_one_sided_range_bounds_memories_without_times_out(backend):
+    # A memory with no time at all is outside every range, open-ended or not.
+    hits = backend.search("bitcoin filler", 25, Filters(time_range=TimeRange(start=datetime(2000, 1, 1, tzinfo=UTC))))
+    assert not any(h.id.startswith("filler") for h in hits)
 
 
 def test_node_fields_round_trip(backend):

@@ -137,3 +137,47 @@ def test_searches_succeed_on_nodes_full_of_nulls(fake, nous):
         client.close()
     finally:
         sparse.close()
+
+
+# The fake's quirks, seen over raw HTTP as the real server shows them.
+def _raw_search(fake, **body):
+    import httpx
+    answer = httpx.post(f"{fake.base_url}/search", json={"query": "bitcoin", "limit": 10} | body)
+    return answer
+
+
+def test_fake_ignores_one_sided_time_range_and_lowercase_lifecycle():
+    dated = [Memory(id="old", content_title="bitcoin old", temporal_event_time="2020-01-01T00:00:00Z",
+                    state_lifecycle="DORMANT"),
+             Memory(id="new", content_title="bitcoin new", temporal_event_time="2026-01-01T00:00:00Z")]
+    server = FakeNous(dated)
+    try:
+        one_sided = _raw_search(server, time_range={"start": "2025-01-01T00:00:00Z"}).json()
+        assert {n["id"] for n in one_sided["data"]} == {"old", "new"}
+        both = _raw_search(server, time_range={"start": "2025-01-01T00:00:00Z", "end": "2027-01-01T00:00:00Z"})
+        assert {n["id"] for n in both.json()["data"]} == {"new"}
+        assert _raw_search(server, lifecycle="dormant").json()["data"] == []
+        assert [n["id"] for n in _raw_search(server, lifecycle="DORMANT").json()["data"]] == ["old"]
+    finally:
+        server.close()
+
+
+def test_fake_scores_drift_and_malformed_body_is_plain_500(fake):
+    weak = "bitcoin zebra pancake"
+    first = _raw_search(fake, query=weak).json()["data"][0]["score"]
+    for _ in range(5):
+        _raw_search(fake, query=weak)
+    assert 0 < _raw_search(fake, query=weak).json()["data"][0]["score"] - first <= 0.01
+    import httpx
+    broken = httpx.post(f"{fake.base_url}/search", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert broken.status_code == 500 and broken.headers["content-type"].startswith("text/plain")
+
+
+def test_one_sided_range_and_lifecycle_sent_as_the_server_understands(fake, nous):
+    from datetime import UTC, datetime
+
+    from ferret.records import TimeRange
+    nous.search("bitcoin", 5, Filters(lifecycle="active", time_range=TimeRange(start=datetime(2026, 1, 1, tzinfo=UTC))))
+    _, body = fake.requests[-1]
+    assert body["lifecycle"] == "ACTIVE"
+    assert body["time_range"]["start"].startswith("2026-01-01") and body["time_range"]["end"].startswith("9999")

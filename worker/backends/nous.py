@@ -6,7 +6,16 @@ Facts about the real server this client handles:
 - an empty result may come without the ``qcs`` key;
 - a ``limit`` above 33 makes it fall back silently to an unscored substring
   match, so no call ever asks for more than ``max_limit`` (33);
-- scores are in [0, 1] and not max-normalised.
+- scores are in [0, 1] and not max-normalised, and drift a little from call
+  to call (each search bumps an access counter);
+- ``time_range`` is applied only when it has both ``start`` and ``end`` (a
+  one-sided range is silently ignored), so the open side is sent as the
+  earliest or latest moment the server can hold;
+- ``lifecycle`` is matched case-sensitively against upper-case values, so it
+  is sent upper case (the local backend accepts either).
+Filters mean the same as on the local backend: every hit is also checked on
+this side (``filtering.matches``), so a filter the server ignored or read
+differently never lets a wrong memory through.
 Every failure is raised as ``BackendUnavailable`` (could not reach it, timed
 out, 5xx) or ``BackendProtocolError`` (4xx, or an answer of the wrong shape).
 """
@@ -14,6 +23,7 @@ out, 5xx) or ``BackendProtocolError`` (4xx, or an answer of the wrong shape).
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -21,20 +31,33 @@ import httpx
 from pydantic import ValidationError
 
 from ferret.errors import BackendError, BackendProtocolError, BackendUnavailable, NamespaceNotServed
-from ferret.records import Filters, Hit, Memory
+from ferret.records import Filters, Hit, Memory, TimeRange
 from ferret.settings import NousSettings
+from worker.backends.filtering import matches
 
 NAME = "nous"
 
 
+# The open side of a one-sided time range, as the server can parse it.
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+def _wire_time_range(time_range: TimeRange) -> dict[str, Any]:
+    closed = time_range.model_copy(update={"start": time_range.start or EARLIEST, "end": time_range.end or LATEST})
+    return closed.model_dump(mode="json")
+
+
 def _search_body(query: str, limit: int, filters: Filters) -> dict[str, Any]:
     body: dict[str, Any] = {"query": query, "limit": limit}
-    for key in ("type", "subtype", "lifecycle"):
+    for key in ("type", "subtype"):
         value = getattr(filters, key)
         if value:
             body[key] = value
+    if filters.lifecycle:
+        body["lifecycle"] = filters.lifecycle.upper()
     if filters.time_range:
-        body["time_range"] = filters.time_range.model_dump(mode="json", exclude_none=True)
+        body["time_range"] = _wire_time_range(filters.time_range)
     if filters.cluster_ids:
         body["cluster_ids"] = list(filters.cluster_ids)
     return body
@@ -113,7 +136,7 @@ class NousBackend:
         payload = self._post("search", _search_body(query, capped, filters), timeout)
         if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
             raise BackendProtocolError(NAME, "search answer has no 'data' list")
-        hits = [_to_hit(item) for item in payload["data"]]
+        hits = [hit for hit in map(_to_hit, payload["data"]) if matches(hit.memory, filters)]
         return sorted(hits, key=lambda h: (-h.score, h.id))
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:

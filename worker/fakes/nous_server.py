@@ -7,8 +7,13 @@
   ``primary_signal``) and with ``memory_section``;
 - a ``limit`` above 33 falls back silently to an unscored substring match
   (items carry ``score: 0``) -- the client must never ask for that;
-- errors: 400/404 as JSON ``{"error": ...}``; unhandled ones as
-  ``500 text/plain``;
+- ``time_range`` is applied only when it has both ``start`` and ``end``: a
+  one-sided range is silently ignored;
+- ``lifecycle`` is compared as stored, upper case: ``dormant`` finds nothing;
+- scores drift a little from call to call: each search bumps the returned
+  nodes' access counters, and a node's score grows with its count;
+- errors: 400/404 as JSON ``{"error": ...}``; unhandled ones, and bodies
+  that are not JSON, as ``500 text/plain``;
 - ``POST /v1/classify-query`` answers a QCS-like object;
 - ``GET /v1/edges?node_id=..&direction=both`` lists ``edges`` touching the
   node as ``{data: [...]}``; ``POST /v1/edges/{id}/strengthen`` with
@@ -35,6 +40,8 @@ from worker.fakes.loopback import LoopbackServer
 from worker.pipeline.sections import section_for_subtype
 
 MAX_SCORED_LIMIT = 33
+DRIFT_PER_ACCESS = 0.0005  # score added per earlier search that returned the node
+MAX_DRIFT = 0.01
 
 
 class FakeNous(LoopbackServer):
@@ -51,6 +58,7 @@ class FakeNous(LoopbackServer):
         self.auth_headers: list[str | None] = []
         self.edges: dict[str, dict[str, Any]] = {}  # id -> {id, source_id, target_id, type, strength}
         self.strengthened: list[tuple[str, float]] = []
+        self.accesses: dict[str, int] = {}
         super().__init__()
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
@@ -65,8 +73,8 @@ class FakeNous(LoopbackServer):
             return self._send(handler, 200, b"{not json", "application/json")
         try:
             body = json.loads(raw or b"{}")
-        except ValueError:
-            return self._json(handler, 400, {"error": "invalid JSON body"})
+        except ValueError:  # the real server's body parser throws; its error handler answers plain text
+            return self._send(handler, 500, b"Internal Server Error", "text/plain")
         self.requests.append((handler.path, body))
         query_text = str(body.get("query", "")).lower()
         with self._lock:
@@ -124,18 +132,36 @@ class FakeNous(LoopbackServer):
             found = [m for m in self.memories if query.lower() in m.text.lower()][:limit]
             data = [{**wire_node(m), "score": 0} for m in found]
         else:
-            filters = {k: body[k] for k in ("type", "subtype", "lifecycle", "time_range", "cluster_ids") if k in body}
+            filters = {k: body[k] for k in ("type", "subtype", "time_range", "cluster_ids") if k in body}
             try:
                 parsed = Filters.model_validate(filters)
             except ValidationError as exc:
                 return self._json(handler, 400, {"error": str(exc.errors()[0]["msg"])})
-            hits = self.backend.search(query, limit, parsed)
-            data = [{**wire_node(h.memory), "score": h.score, "primary_signal": "keyword",
-                     "breakdown": {"keyword": h.score}} for h in hits]
+            hits = self._scored(query, limit, parsed, body.get("lifecycle"))
+            data = [{**wire_node(memory), "score": score, "primary_signal": "keyword",
+                     "breakdown": {"keyword": score}} for memory, score in hits]
         payload: dict[str, Any] = {"data": data, "count": len(data), "metrics": {"seed_count": len(data)}}
         if data:
             payload["qcs"] = {"query_type": "LOOKUP", "disqualified": False}
         return self._json(handler, 200, payload)
+
+
+    def _scored(self, query: str, limit: int, filters: Filters, lifecycle: Any) -> list[tuple[Memory, float]]:
+        """The real server's search: a one-sided time range ignored, lifecycle
+        compared case-sensitively, scores drifting with each node's accesses."""
+        time_range = filters.time_range
+        if time_range is not None and (time_range.start is None or time_range.end is None):
+            filters = filters.model_copy(update={"time_range": None})
+        hits = self.backend.search(query, len(self.memories) or 1, filters)
+        if lifecycle is not None:
+            hits = [h for h in hits if h.memory.state_lifecycle == lifecycle]
+        scored = []
+        with self._lock:
+            for hit in hits[:limit]:
+                seen = self.accesses.get(hit.id, 0)
+                self.accesses[hit.id] = seen + 1
+                scored.append((hit.memory, round(min(1.0, hit.score + min(MAX_DRIFT, seen * DRIFT_PER_ACCESS)), 6)))
+        return sorted(scored, key=lambda pair: -pair[1])
 
 
 def wire_node(memory: Memory) -> dict[str, Any]:
