@@ -49,6 +49,7 @@ class BackendError(FerretError):
         super().__init__(f"{backend} backend: {message}")
         self.backend = backend
         self.calls: list[tuple[str, str, float]] = []  # the job's backend calls, for metrics
+        self.fallback: str | None = None  # how seed 000's plain-search fallback ended, if it was tried
 
 
 class BackendUnavailable(BackendError):

@@ -43,6 +43,9 @@ class JobStats(BaseModel):
     stage_ms: dict[str, float] | None = None
     skipped_stages: list[str] | None = None
     backend_calls: list[tuple[str, str, float]] | None = None  # (operation, outcome, seconds)
+    # Seed 000's last resort: one plain search of the question when the orchestration failed.
+    fallback: str | None = None  # ok | failed | timeout
+    fallback_cause: str | None = None  # why the orchestration could not answer
     # The job around the pipeline.
     cache_hit: bool | None = None
     refused: str | None = None  # why a queue entry was not run (see rq_wing.intake)

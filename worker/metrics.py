@@ -27,7 +27,9 @@ from worker.pipeline.complexity import Route
 
 logger = logging.getLogger(__name__)
 
-STAGES = ("cache", "classify", "decompose", "complexity", "search", "merge", "replace", "rerank", "format")
+STAGES = ("cache", "classify", "decompose", "complexity", "search", "merge", "replace", "rerank", "fallback",
+          "format")
+FALLBACK_OUTCOMES = ("ok", "failed", "timeout")
 # Re-rank outcomes counted; "off" (not asked) and "too_few" (nothing to order) are not.
 RERANK_OUTCOMES = ("ok", "disabled", "deadline", "timeout", "error", "malformed")
 BACKEND_OUTCOMES = ("ok", "timeout", "error")
@@ -99,6 +101,9 @@ class FerretMetrics:
                                           "Links strengthened (nous: edges; local: memory pairs).", registry=r)
         self.refused = Counter("ferret_refused_entries_total",
                                "Queue entries refused without running anything, by reason.", ["reason"], registry=r)
+        self.fallbacks = Counter("ferret_fallbacks_total", "Seed 000's plain-search fallback after the orchestration "
+                                 "failed, by outcome (ok: answered partial; failed/timeout: the job failed).",
+                                 ["outcome"], registry=r)
         self._create_children()
 
     def _create_children(self) -> None:
@@ -126,6 +131,8 @@ class FerretMetrics:
             self.co_retrieval.labels(outcome)
         for reason in REFUSAL_REASONS:
             self.refused.labels(reason)
+        for outcome in FALLBACK_OUTCOMES:
+            self.fallbacks.labels(outcome)
 
     def observe_co_retrieval(self, outcome: str, links: int) -> None:
         self.co_retrieval.labels(outcome).inc()
@@ -166,6 +173,8 @@ class FerretMetrics:
                 self.stage_duration.labels(stage).observe(ms / 1000)
         if stats.cache_hit:  # served from the cache: the pipeline did not run
             return
+        if stats.fallback in FALLBACK_OUTCOMES:
+            self.fallbacks.labels(stats.fallback).inc()
         if stats.route in Route.__members__:
             self.routes.labels(stats.route).inc()
         self.retries.inc(stats.retries or 0)

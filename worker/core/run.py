@@ -96,7 +96,7 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
             span.set(partial=outcome.partial)
     except BackendError as exc:
         logger.warning("job=%s stage=search backend failed: %s", job_id, exc)
-        return _Outcome("failed", error=str(exc), stats=JobStats(backend_calls=exc.calls))
+        return _Outcome("failed", error=str(exc), stats=JobStats(backend_calls=exc.calls, fallback=exc.fallback))
     status = "partial" if outcome.partial or budget.expired() else "ok"
     stats = JobStats.model_validate(outcome.stats.to_dict())
     if key is not None:

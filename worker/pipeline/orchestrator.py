@@ -7,8 +7,13 @@ do not fit in the budget are skipped and recorded; the result is then
 the whole orchestration, or the job's deadline when that comes first; every
 backend call runs on the search pool and is abandoned when that budget ends,
 whatever the backend does with its own timeout. The opt-in re-rank has its
-own timeout and is bounded by the job's deadline alone. A failing sub-query yields no hits, not a failed job; only when
-every search failed on the backend is the error raised.
+own timeout and is bounded by the job's deadline alone. A failing sub-query yields no hits, not a failed job.
+
+Seed 000's last resort: when every sub-query failed, or the orchestration
+itself failed unexpectedly, one plain search of the original question is
+made in the time left; its hits, formatted, are the answer, and the result
+is ``partial`` (``stats.fallback``, a ``fallback`` span). Only when that
+search fails too (or there is no time for it) is the error raised.
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ class PipelineStats:
     candidates: int = 0
     context_tokens: int = 0
     rerank: str = "off"  # off | ok | disabled | deadline | too_few | timeout | error | malformed
+    fallback: str | None = None  # ok | failed | timeout: seed 000's plain search was tried
+    fallback_cause: str | None = None
     stage_ms: dict[str, float] = field(default_factory=dict)
     skipped_stages: list[str] = field(default_factory=list)
     backend_calls: list[tuple[str, str, float]] = field(default_factory=list)
@@ -347,15 +354,27 @@ def run_pipeline(
                reranking)
     if not settings.enabled:
         return _single_search(run)
+    try:
+        return _orchestrate(run, use_remote_classifier, rerank)
+    except BackendError as exc:
+        cause: Exception = exc
+    except Exception as exc:  # any failure of the orchestration gets the fallback
+        logger.exception("stage=orchestrate failed unexpectedly; falling back to a plain search")
+        cause = exc
+    try:
+        return _fallback(run, cause)
+    except BackendError as exc:
+        exc.calls = run.backend.settle()
+        raise
+
+
+def _orchestrate(run: _Run, use_remote_classifier: bool, rerank: bool) -> PipelineResult:
+    settings = run.settings
     plan = _plan(run, use_remote_classifier)
     if run.budget.expired():
         run.skip("search")
         return _finish(run, (), plan.decomposition.parts)
-    try:
-        outcomes = _search(run, plan)
-    except BackendError as exc:
-        exc.calls = run.backend.settle()
-        raise
+    outcomes = _search(run, plan)
     run.stats.candidates = sum(len(o.hits) for o in outcomes)
     with run.tracer.span("merge") as span:
         merged = merge_and_select(
@@ -367,3 +386,47 @@ def run_pipeline(
     run.timed("merge", span)
     final = _rerank(run, _replace(run, merged), plan, rerank)
     return _finish(run, final, plan.decomposition.parts)
+
+
+def _cause_text(cause: Exception) -> str:
+    return (str(cause) if isinstance(cause, BackendError) else f"{type(cause).__name__}: {cause}")[:300]
+
+
+def _fallback(run: _Run, cause: Exception) -> PipelineResult:
+    """One plain search of the original question, in the time left."""
+    run.stats.fallback_cause = _cause_text(cause)
+    if not run.budget.has(MIN_STAGE_SECONDS):
+        run.stats.fallback = "timeout"
+        raise _as_backend_error(run, cause, "no time was left for the fallback search")
+    settings = run.settings
+    with run.tracer.span("fallback", cause=run.stats.fallback_cause) as span:
+        timeout = run.budget.cap(settings.timeout_seconds)
+        try:
+            hits = run.bounded(lambda: run.backend.search(run.query, settings.search_limit_per_query, run.filters,
+                                                          timeout=timeout))
+        except BackendError as exc:
+            run.stats.fallback = "failed"
+            span.set(outcome="failed", error=str(exc)[:300])
+            raise _as_backend_error(run, cause, f"the fallback search failed too: {exc}") from exc
+        if hits is None:
+            run.stats.fallback = "timeout"
+            span.set(outcome="timeout")
+            raise _as_backend_error(run, cause, "the fallback search did not answer in time")
+        run.stats.fallback = "ok"
+        span.set(outcome="ok", hits=len(hits))
+    run.timed("fallback", span)
+    run.partial = True
+    run.stats.sub_queries = [run.query]
+    ranked = tuple(sorted(hits, key=lambda h: (-h.score, h.id))[: settings.max_results])
+    return _finish(run, ranked, (run.query,))
+
+
+def _as_backend_error(run: _Run, cause: Exception, how: str) -> BackendError:
+    """The error a job fails with when the fallback could not save it."""
+    if isinstance(cause, BackendError):
+        error = cause
+        error.args = (f"{cause}; {how}",)
+    else:
+        error = BackendError(run.backend.name, f"orchestration failed ({_cause_text(cause)}); {how}")
+    error.fallback = run.stats.fallback
+    return error

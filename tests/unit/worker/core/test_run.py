@@ -64,3 +64,38 @@ def test_a_payload_under_another_requests_id_is_not_run(ctx):
     result = run_job(ctx, _payload(namespace="tenant-a", request_id="r1"), job_id_for("tenant-b", "r1")).result
     assert result.status == "failed" and result.stats.to_json() == {"refused": "tenant_mismatch"}
     assert result.namespace == "?" and result.request_id is None
+
+
+def test_an_orchestration_bug_falls_back_to_a_plain_search_and_is_not_cached(ctx, monkeypatch):
+    from ferret.records import Memory
+    from worker.backends.local import MemoryStore
+    from worker.pipeline import orchestrator
+
+    MemoryStore(ctx.client, "default").upsert([Memory(id="t1", content_title="BTC thesis halving")])
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug in merge")
+
+    monkeypatch.setattr(orchestrator, "merge_and_select", broken)
+    result = run_job(ctx, _payload(), job_id_for("default", None)).result
+    assert result.status == "partial" and [r.id for r in result.results] == ["t1"]
+    assert result.stats.fallback == "ok" and "ValueError" in (result.stats.fallback_cause or "")
+    names = [s["name"] for s in ctx.results.trace(result.trace_id)["spans"]]
+    assert "fallback" in names
+    monkeypatch.undo()
+    again = run_job(ctx, _payload(), job_id_for("default", None)).result
+    assert again.status == "ok" and not again.stats.cache_hit and again.stats.fallback is None
+
+
+def test_fallbacks_are_counted_by_outcome(ctx, monkeypatch):
+    from worker.metrics import FerretMetrics
+    from worker.pipeline import orchestrator
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug in merge")
+
+    monkeypatch.setattr(orchestrator, "merge_and_select", broken)
+    metrics = FerretMetrics()
+    metrics.record(run_job(ctx, _payload("anything at all"), job_id_for("default", None)).result, "local")
+    assert metrics.registry.get_sample_value("ferret_fallbacks_total", {"outcome": "ok"}) == 1
+    assert metrics.registry.get_sample_value("ferret_fallbacks_total", {"outcome": "failed"}) == 0

@@ -64,9 +64,42 @@ def test_failing_sub_query_gives_empty_list_not_failure():
     assert result.stats.sub_query_errors == 1
 
 
-def test_all_searches_failing_raises_backend_error():
-    with pytest.raises(BackendUnavailable):
-        run_pipeline("BTC", ScriptedBackend(fail={"*"}), SETTINGS)
+def test_all_searches_failing_and_the_fallback_too_raises_backend_error():
+    tracer = SpanCollector()
+    with pytest.raises(BackendUnavailable) as failed:
+        run_pipeline("BTC", ScriptedBackend(fail={"*"}), SETTINGS, tracer=tracer)
+    assert "fallback search failed too" in str(failed.value) and failed.value.fallback == "failed"
+    assert [s.attributes["outcome"] for s in tracer.spans if s.name == "fallback"] == ["failed"]
+
+
+def test_every_sub_query_failing_falls_back_to_one_plain_search():
+    question = "What's BTC at? Did SOL close?"
+    backend = ScriptedBackend(answers={question: [_hit("a", 0.7)]}, fail={"What's BTC at", "Did SOL close"})
+    tracer = SpanCollector()
+    result = run_pipeline(question, backend, SETTINGS, tracer=tracer)
+    assert [h.id for h in result.hits] == ["a"] and result.partial
+    assert result.stats.fallback == "ok" and "cannot search" in result.stats.fallback_cause
+    assert result.stats.sub_query_errors == 2 and backend.calls[-1][0] == question
+    assert "fallback" in {s.name for s in tracer.spans} and "fallback" in result.stats.stage_ms
+
+
+def test_unexpected_orchestration_failure_falls_back(monkeypatch):
+    import worker.pipeline.orchestrator as orchestrator
+
+    def broken(*args, **kwargs):
+        raise KeyError("bug in merge")
+    monkeypatch.setattr(orchestrator, "merge_and_select", broken)
+    result = run_pipeline("BTC thesis", ScriptedBackend(default=[_hit("a", 0.8)]), SETTINGS)
+    assert [h.id for h in result.hits] == ["a"] and result.partial
+    assert result.stats.fallback == "ok" and result.stats.fallback_cause.startswith("KeyError")
+
+
+def test_no_fallback_when_no_time_is_left():
+    backend = ScriptedBackend(default=[_hit("a", 0.7)], delay={"What is A1": 1.0, "What is B2": 1.0})
+    with pytest.raises(BackendUnavailable) as failed:
+        run_pipeline("What is A1? What is B2?", backend, SETTINGS, budget=Budget.of_seconds(0.2))
+    assert failed.value.fallback == "timeout"
+    assert [c[0] for c in backend.calls] == ["What is A1", "What is B2"]
 
 
 def test_sub_queries_run_in_parallel():
