@@ -2,7 +2,7 @@
 
 Namespaces and request ids are validated before they reach a key, and ids
 that come from outside are hashed, so no input can name another tenant's
-keys. Memory-store keys hold data and have no TTL; every other key does.
+keys. Memory-store keys hold data and have no TTL; every other key has one.
 """
 
 from __future__ import annotations
@@ -26,6 +26,11 @@ def request_job(namespace: str, request_id: str) -> str:
     """String: idempotency key, request id -> job id."""
     digest = hashlib.sha256(request_id.encode()).hexdigest()[:32]
     return f"{PREFIX}:ns:{namespace}:request:{digest}"
+
+
+def cache_index() -> str:
+    """Sorted set: every cache entry's key by write time, to hold the cache to its cap."""
+    return f"{PREFIX}:cache-index"
 
 
 def cached(namespace: str, digest: str) -> str:

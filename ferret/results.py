@@ -6,6 +6,11 @@ cannot replace it), a trace id already holding another job's trace is never
 overwritten (nothing is written and the caller picks a new id), and every
 key gets a TTL. Waiters block on the done list
 (BLPOP) instead of polling, and put the token back for other waiters.
+
+A cache entry written with a result is also entered in the cache index (a
+sorted set by write time); past ``cache_max_entries`` the oldest entries are
+deleted in the same script, so the cache is bounded by its TTL and by that
+cap whatever the traffic, and nothing but cache entries is ever evicted.
 """
 
 from __future__ import annotations
@@ -31,7 +36,18 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
   redis.call('DEL', KEYS[3])
   redis.call('RPUSH', KEYS[3], '1')
   redis.call('EXPIRE', KEYS[3], ARGV[3])
-  if ARGV[5] ~= '' then redis.call('SET', KEYS[4], ARGV[5], 'EX', ARGV[6]) end
+  if ARGV[5] ~= '' then
+    redis.call('SET', KEYS[4], ARGV[5], 'EX', ARGV[6])
+    redis.call('ZADD', KEYS[5], ARGV[7], KEYS[4])
+    if redis.call('TTL', KEYS[5]) < tonumber(ARGV[6]) then redis.call('EXPIRE', KEYS[5], ARGV[6]) end
+    local over = redis.call('ZCARD', KEYS[5]) - tonumber(ARGV[8])
+    if over > 0 then
+      local oldest = redis.call('ZPOPMIN', KEYS[5], over)
+      for i = 1, #oldest, 2 do
+        if string.match(oldest[i], '^ferret:ns:[%w_.-]+:cache:%x+$') then redis.call('DEL', oldest[i]) end
+      end
+    end
+  end
   return 1
 end
 return 0
@@ -45,10 +61,12 @@ class WriteOutcome(IntEnum):
 
 
 class ResultStore:
-    def __init__(self, client: redis.Redis, result_ttl: int = 86_400, trace_ttl: int = 86_400) -> None:
+    def __init__(self, client: redis.Redis, result_ttl: int = 86_400, trace_ttl: int = 86_400,
+                 cache_max_entries: int = 10_000) -> None:
         self.client = client
         self.result_ttl = result_ttl
         self.trace_ttl = trace_ttl
+        self.cache_max_entries = cache_max_entries
         self._write_once = client.register_script(_WRITE_ONCE)
 
     def write(self, result: RetrievalResult, trace: dict[str, Any] | None,
@@ -58,9 +76,9 @@ class ResultStore:
         trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
         cache_key, cache_value, cache_ttl = cache or (keys.trace("none"), b"", 1)
         written = self._write_once(
-            keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key],
+            keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key, keys.cache_index()],
             args=[result.model_dump_json(), to_json(trace) if trace else b"",
-                  self.result_ttl, self.trace_ttl, cache_value, cache_ttl],
+                  self.result_ttl, self.trace_ttl, cache_value, cache_ttl, time.time(), self.cache_max_entries],
         )
         return WriteOutcome(int(written))
 

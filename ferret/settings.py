@@ -117,6 +117,15 @@ class CacheSettings(_Strict):
     enabled: bool = True
     ttl_seconds: int = Field(300, ge=1, le=86_400)
     coalesce: bool = True
+    # A remote backend (nous) has no version Ferret can see: writes through Ferret invalidate at once,
+    # writes made to the server directly are seen after at most this long (the TTL of its entries).
+    remote_staleness_seconds: int = Field(10, ge=1, le=3600)
+    # The cache's size cap: past it the oldest entries are deleted as new ones are written.
+    max_entries: int = Field(10_000, ge=1, le=10_000_000)
+
+    def ttl_for(self, backend_kind: str) -> int:
+        """How long an entry may be served: the staleness bound caps it for remote backends."""
+        return self.ttl_seconds if backend_kind == "local" else min(self.ttl_seconds, self.remote_staleness_seconds)
 
 
 class RerankSettings(_Strict):

@@ -22,6 +22,7 @@ from ferret_cli.options import (
     settings_of,
 )
 from worker.backends.local import MemoryStore
+from worker.backends.writers import writer_for
 
 
 @click.group()
@@ -55,15 +56,21 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool) -> None:
         parse_request({"query": "x", "namespace": namespace}, settings_of(ctx).limits)
     except FerretError as exc:
         fail(exc)
+    settings = settings_of(ctx)
+    if replace and settings.backend.kind != "local":
+        fail(FerretError("--replace clears a local namespace; a Nous server's memories are managed on the server"))
     with connected(ctx) as client:
-        store = MemoryStore(client, namespace)
-        if replace:
-            store.clear()
-        stored = store.upsert(memories)
-        total = store.count()
+        try:
+            writer = writer_for(settings, client, namespace)
+            if replace and isinstance(writer, MemoryStore):
+                writer.clear()
+            stored = writer.upsert(memories)
+        except FerretError as exc:
+            fail(exc)
+        total = f" ({writer.count()} in all)" if isinstance(writer, MemoryStore) else ""
     for error in errors:
         click.echo(f"skipped {error}", err=True)
-    click.echo(f"stored {stored} memories in namespace {namespace!r} ({total} in all); "
+    click.echo(f"stored {stored} memories in namespace {namespace!r}{total}; "
                f"{len(errors)} invalid line(s) skipped")
     if errors:
         sys.exit(1)
@@ -76,7 +83,10 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool) -> None:
 def forget(ctx: click.Context, ids: tuple[str, ...], namespace: str) -> None:
     """Delete memories by id."""
     with connected(ctx) as client:
-        removed = MemoryStore(client, namespace).delete(ids)
+        try:
+            removed = writer_for(settings_of(ctx), client, namespace).delete(ids)
+        except FerretError as exc:
+            fail(exc)
     click.echo(f"deleted {removed} of {len(ids)} memories from namespace {namespace!r}")
 
 

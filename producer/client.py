@@ -43,7 +43,8 @@ class Producer:
     def __init__(self, client: redis.Redis, settings: Settings) -> None:
         self.client = client
         self.settings = settings
-        self.results = ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds)
+        self.results = ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds,
+                             settings.cache.max_entries)
         self.queues = RQQueues(client)
         self._fingerprint = answer_fingerprint(settings)
 

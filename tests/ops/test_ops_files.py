@@ -82,3 +82,12 @@ def test_dashboard_is_provisioned_and_every_panel_has_a_query():
     for panel in dashboard["panels"]:
         assert panel["datasource"]["uid"] == uid and panel["targets"]
         assert all(target["expr"].strip() for target in panel["targets"])
+
+
+def test_compose_bounds_the_cache_and_never_evicts_data():
+    compose = yaml.safe_load((OPS / "docker-compose.yml").read_text())
+    worker_env = compose["services"]["worker"]["environment"]
+    settings = load_settings(environ={k: str(v) for k, v in worker_env.items()})  # every variable is a real setting
+    assert settings.cache.max_entries == 20_000 and settings.cache.ttl_for("nous") <= 60
+    redis_command = compose["services"]["redis"]["command"]
+    assert redis_command[redis_command.index("--maxmemory-policy") + 1] == "noeviction"

@@ -22,5 +22,5 @@ class Backends(Protocol):
 
 def build_backends(settings: Settings, client: redis.Redis) -> Backends:
     if settings.backend.kind == "nous":
-        return NousBackends(settings.backend.nous)
+        return NousBackends(settings.backend.nous, client=client)
     return LocalBackends(client, settings.co_retrieval)

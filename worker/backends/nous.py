@@ -28,8 +28,10 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+import redis
 from pydantic import ValidationError
 
+from ferret import keys
 from ferret.errors import BackendError, BackendProtocolError, BackendUnavailable, NamespaceNotServed
 from ferret.records import Filters, Hit, Memory, TimeRange
 from ferret.settings import NousSettings
@@ -157,6 +159,20 @@ class NousBackend:
         """``POST /v1/edges/{id}/strengthen`` with ``{amount}`` (the server caps strength at 1.0)."""
         self._post(f"edges/{quote(edge_id, safe='')}/strengthen", {"amount": amount}, timeout)
 
+    def put_node(self, memory: Memory, timeout: float | None = None) -> None:
+        """``POST /v1/nodes`` with the node's fields (the server keeps the given id)."""
+        self._post("nodes", memory.model_dump(mode="json", exclude_none=True, exclude={"memory_section"}), timeout)
+
+    def delete_node(self, node_id: str, timeout: float | None = None) -> bool:
+        """``DELETE /v1/nodes/{id}``; False when the server has no such node (404)."""
+        try:
+            self._call("DELETE", f"nodes/{quote(node_id, safe='')}", timeout)
+        except BackendProtocolError as exc:
+            if " 404:" in str(exc):
+                return False
+            raise
+        return True
+
     def close(self) -> None:
         self._client.close()
 
@@ -167,8 +183,10 @@ class NousBackends:
     own (``backend.nous.namespaces``; ``base_url`` serves ``default``), and a
     namespace with none is refused, never served another tenant's memories."""
 
-    def __init__(self, settings: NousSettings, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, settings: NousSettings, transport: httpx.BaseTransport | None = None,
+                 client: redis.Redis | None = None) -> None:
         self.settings = settings
+        self._redis = client
         # Built at start-up, one per server (a client costs milliseconds to build: not a job's).
         urls = {settings.base_url, *settings.namespaces.values()}
         self._clients = {url: NousBackend(settings.model_copy(update={"base_url": url}), transport) for url in urls}
@@ -181,7 +199,15 @@ class NousBackends:
         return self._clients[url]
 
     def version(self, namespace: str) -> int:
-        return 0
+        """The namespace's write counter: bumped by every write that goes through
+        Ferret (``NousWriter``), so those invalidate the cache at once. Writes
+        made to the server directly are seen within ``cache.remote_staleness_seconds``."""
+        if self._redis is None:
+            return 0
+        try:
+            return int(self._redis.get(keys.memory_version(namespace)) or 0)
+        except redis.RedisError as exc:
+            raise BackendUnavailable(NAME, f"write counter unreadable: {exc}") from exc
 
     def close(self) -> None:
         for client in self._clients.values():

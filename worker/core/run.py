@@ -103,7 +103,8 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
         stats = stats.with_(cache_hit=False, stage_ms={"cache": looked_up_ms, **(stats.stage_ms or {})})
     done = _Outcome(status, result_items(outcome.hits, outcome.sub_queries), outcome.context, stats=stats)
     if key is not None and cacheable(status, stats):
-        done.cache = (key, cache_entry(done.results, done.context, stats), ctx.settings.cache.ttl_seconds)
+        ttl = ctx.settings.cache.ttl_for(ctx.settings.backend.kind)
+        done.cache = (key, cache_entry(done.results, done.context, stats), ttl)
     return done
 
 

@@ -14,6 +14,8 @@
   nodes' access counters, and a node's score grows with its count;
 - errors: 400/404 as JSON ``{"error": ...}``; unhandled ones, and bodies
   that are not JSON, as ``500 text/plain``;
+- ``POST /v1/nodes`` stores a node (201 with the node), ``DELETE
+  /v1/nodes/{id}`` removes one (404 if unknown);
 - ``POST /v1/classify-query`` answers a QCS-like object;
 - ``GET /v1/edges?node_id=..&direction=both`` lists ``edges`` touching the
   node as ``{data: [...]}``; ``POST /v1/edges/{id}/strengthen`` with
@@ -89,11 +91,42 @@ class FakeNous(LoopbackServer):
             return self._list_edges(handler)
         if handler.path.startswith("/v1/edges/") and handler.path.endswith("/strengthen"):
             return self._strengthen(handler, unquote(handler.path[len("/v1/edges/"):-len("/strengthen")]), body)
+        if handler.command == "POST" and handler.path == "/v1/nodes":
+            return self._put_node(handler, body)
+        if handler.command == "DELETE" and handler.path.startswith("/v1/nodes/"):
+            return self._delete_node(handler, unquote(handler.path[len("/v1/nodes/"):]))
         if handler.path == "/v1/classify-query":
             return self._json(handler, 200, {"query": body.get("query"), "disqualified": False,
                                              "disqualifier_category": None, "query_type": "LOOKUP",
                                              "confidence": 0.8, "entity": None, "attribute": None})
         return self._json(handler, 404, {"error": f"no route {handler.path}"})
+
+    def put(self, memory: Memory) -> None:
+        """Store (or replace) a node, as the server's own API does."""
+        with self._lock:
+            self.memories = [m for m in self.memories if m.id != memory.id] + [memory]
+            self.backend = InMemoryBackend(self.memories)
+
+    def remove(self, node_id: str) -> bool:
+        with self._lock:
+            kept = [m for m in self.memories if m.id != node_id]
+            found = len(kept) != len(self.memories)
+            self.memories, self.backend = kept, InMemoryBackend(kept)
+        return found
+
+    def _put_node(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        try:
+            memory = Memory.model_validate(body)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            return self._json(handler, 400, {"error": f"{'.'.join(map(str, error['loc']))}: {error['msg']}"})
+        self.put(memory)
+        return self._json(handler, 201, {"data": wire_node(memory)})
+
+    def _delete_node(self, handler: BaseHTTPRequestHandler, node_id: str) -> None:
+        if not self.remove(node_id):
+            return self._json(handler, 404, {"error": "node not found"})
+        return self._json(handler, 200, {"deleted": node_id})
 
     def add_edge(self, edge_id: str, source_id: str, target_id: str, strength: float = 0.5) -> None:
         self.edges[edge_id] = {"id": edge_id, "source_id": source_id, "target_id": target_id,

@@ -48,3 +48,24 @@ def test_the_fingerprint_follows_what_decides_an_answer():
                         ("RERANK__API_KEY", "secret")):
         assert answer_fingerprint(load_settings(environ={f"FERRET_{name}": value})) == base, name
     assert _key() != cache_key(parse_request({"query": "What is my BTC thesis?"}, LIMITS), "local", 1, base)
+
+
+def test_the_cache_is_held_to_its_cap_and_only_cache_entries_are_deleted():
+    import fakeredis
+
+    from ferret import keys
+    from ferret.contract import RetrievalResult, Timestamps
+    from ferret.results import ResultStore
+
+    client = fakeredis.FakeRedis()
+    store = ResultStore(client, cache_max_entries=3)
+    client.set("ferret:ns:b.x:memories", "another tenant's data")
+    client.zadd(keys.cache_index(), {"ferret:ns:b.x:memories": 0})  # planted by someone who writes to Redis
+    entries = [keys.cached("a.b", f"{i:040x}") for i in range(5)]
+    for i, entry in enumerate(entries):
+        result = RetrievalResult(job_id=f"fr-{i:032x}", request_id=None, namespace="a.b", queue="prefetch",
+                                 status="ok", timestamps=Timestamps(enqueued_at=0, deadline_at=1))
+        store.write(result, None, (entry, b"{}", 60))
+    assert [bool(client.exists(e)) for e in entries] == [False, False, True, True, True]
+    assert client.zcard(keys.cache_index()) == 3
+    assert client.get("ferret:ns:b.x:memories") == b"another tenant's data"

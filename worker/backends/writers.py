@@ -1,0 +1,73 @@
+"""Writing memories through Ferret, whatever the backend.
+
+``local``: the namespace's store in Redis (``MemoryStore``), whose version
+counter moves in the same transaction as the write. ``nous``: nodes put to
+and deleted from the namespace's Nous server, then the same counter is
+bumped, so every cached answer for the namespace is passed over at once
+(writes made to a Nous server directly are seen within
+``cache.remote_staleness_seconds``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+import redis
+
+from ferret import keys
+from ferret.errors import NamespaceNotServed
+from ferret.records import Memory
+from ferret.settings import Settings
+from worker.backends.local import MemoryStore
+from worker.backends.nous import NAME, NousBackend
+
+
+class MemoryWriter(Protocol):
+    def upsert(self, memories: Iterable[Memory]) -> int: ...
+
+    def delete(self, ids: Iterable[str]) -> int: ...
+
+
+class NousWriter:
+    """Puts and deletes nodes on the namespace's Nous server, then bumps its counter."""
+
+    def __init__(self, settings: Settings, client: redis.Redis, namespace: str) -> None:
+        url = settings.backend.nous.url_for(namespace)
+        if url is None:
+            raise NamespaceNotServed(NAME, f"no Nous server for namespace {namespace!r}")
+        self._nous = NousBackend(settings.backend.nous.model_copy(update={"base_url": url}))
+        self._client = client
+        self._namespace = namespace
+
+    def _bump(self) -> None:
+        self._client.incr(keys.memory_version(self._namespace))
+
+    def upsert(self, memories: Iterable[Memory]) -> int:
+        written = 0
+        try:
+            for memory in memories:
+                self._nous.put_node(memory)
+                written += 1
+        finally:
+            if written:
+                self._bump()
+        return written
+
+    def delete(self, ids: Iterable[str]) -> int:
+        removed = 0
+        try:
+            for node_id in ids:
+                removed += self._nous.delete_node(node_id)
+        finally:
+            self._bump()
+        return removed
+
+    def close(self) -> None:
+        self._nous.close()
+
+
+def writer_for(settings: Settings, client: redis.Redis, namespace: str) -> MemoryWriter:
+    if settings.backend.kind == "nous":
+        return NousWriter(settings, client, namespace)
+    return MemoryStore(client, namespace)
