@@ -40,7 +40,8 @@ def answer_fingerprint(settings: Settings) -> str:
     """What decides an answer besides the request and the memories (secrets left out)."""
     material = {
         "pipeline": settings.pipeline.model_dump(mode="json"),
-        "backend": settings.backend.model_dump(mode="json", exclude={"nous": {"api_key"}}),
+        # (the local index's memory and build settings never change an answer)
+        "backend": settings.backend.model_dump(mode="json", exclude={"nous": {"api_key"}, "local": True}),
         "rerank": settings.rerank.model_dump(mode="json", exclude={"api_key"}),
         "co_retrieval": settings.co_retrieval.model_dump(mode="json"),
         "limits": settings.limits.model_dump(mode="json"),
@@ -63,7 +64,7 @@ def inflight_key(cache: str) -> str:
 
 
 CACHEABLE_RERANK = ("off", "ok", "too_few", "disabled")
-_PER_RUN = {"backend_calls", "stage_ms"}
+_PER_RUN = {"backend_calls", "stage_ms", "index", "index_changes", "index_evictions"}
 
 
 def cacheable(status: str, stats: JobStats) -> bool:

@@ -6,7 +6,7 @@ every invalid line is reported with its number and the field at fault.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -53,3 +53,23 @@ def parse_memory_lines(lines: Iterable[str]) -> tuple[list[Memory], list[LineErr
         except InvalidMemory as exc:
             errors.append(LineError(number, exc))
     return memories, errors
+
+
+def memory_batches(lines: Iterable[str], size: int) -> Iterator[tuple[list[Memory], list[LineError]]]:
+    """The valid memories and the invalid lines, ``size`` lines at a time: a
+    file of any length is read with the memory of one batch."""
+    memories: list[Memory] = []
+    errors: list[LineError] = []
+    seen = 0
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                memories.append(parse_memory(line))
+            except InvalidMemory as exc:
+                errors.append(LineError(number, exc))
+            seen += 1
+        if seen >= size:
+            yield memories, errors
+            memories, errors, seen = [], [], 0
+    if memories or errors:
+        yield memories, errors

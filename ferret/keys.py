@@ -22,6 +22,26 @@ def memory_version(namespace: str) -> str:
     return f"{PREFIX}:ns:{namespace}:version"
 
 
+def changes(namespace: str) -> str:
+    """Stream: the namespace's change log, one entry per write (see worker.backends.change_log)."""
+    return f"{PREFIX}:ns:{namespace}:changes"
+
+
+def index_snapshot(namespace: str) -> str:
+    """String: the manifest of the namespace's prebuilt index snapshot."""
+    return f"{PREFIX}:ns:{namespace}:index:manifest"
+
+
+def index_snapshot_chunk(namespace: str, generation: str, number: int) -> str:
+    """String: one chunk of a snapshot's bytes."""
+    return f"{PREFIX}:ns:{namespace}:index:{generation}:{number}"
+
+
+def index_build_lock(namespace: str) -> str:
+    """String with a TTL: held by the one process building the namespace's snapshot."""
+    return f"{PREFIX}:ns:{namespace}:index:building"
+
+
 def request_job(namespace: str, request_id: str) -> str:
     """String: idempotency key, request id -> job id."""
     digest = hashlib.sha256(request_id.encode()).hexdigest()[:32]

@@ -61,11 +61,13 @@ class WriteOutcome(IntEnum):
 
 
 class ResultStore:
-    def __init__(self, client: redis.Redis, result_ttl: int = 86_400, trace_ttl: int = 86_400,
-                 cache_max_entries: int = 10_000) -> None:
+    def __init__(self, client: redis.Redis, result_ttl: int = 3_600, trace_ttl: int = 21_600,
+                 cache_max_entries: int = 10_000, by_queue: dict[str, tuple[int, int]] | None = None) -> None:
+        """``result_ttl``/``trace_ttl``: for a result of a queue ``by_queue`` does not name."""
         self.client = client
         self.result_ttl = result_ttl
         self.trace_ttl = trace_ttl
+        self.by_queue = by_queue or {}
         self.cache_max_entries = cache_max_entries
         self._write_once = client.register_script(_WRITE_ONCE)
 
@@ -75,10 +77,11 @@ class ResultStore:
         nothing is written when a result is already there or the trace id is taken."""
         trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
         cache_key, cache_value, cache_ttl = cache or (keys.trace("none"), b"", 1)
+        result_ttl, trace_ttl = self.by_queue.get(result.queue, (self.result_ttl, self.trace_ttl))
         written = self._write_once(
             keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key, keys.cache_index()],
             args=[result.model_dump_json(), to_json(trace) if trace else b"",
-                  self.result_ttl, self.trace_ttl, cache_value, cache_ttl, time.time(), self.cache_max_entries],
+                  result_ttl, trace_ttl, cache_value, cache_ttl, time.time(), self.cache_max_entries],
         )
         return WriteOutcome(int(written))
 

@@ -66,9 +66,28 @@ class NousSettings(_Strict):
         return self.base_url if namespace == "default" else None
 
 
+class LocalSettings(_Strict):
+    """The local backend's indexes (see worker.backends.index_registry)."""
+
+    # Everything a worker's indexes may hold (their files, memory-mapped when open, and open
+    # writers); past it the least recently used namespaces are closed and removed.
+    index_memory_mb: int = Field(512, ge=16, le=1_000_000)
+    # Where a worker keeps its indexes (unset: a directory of its own under the system temp dir).
+    index_dir: str | None = None
+    # A namespace this small is built in the job that needs it; a larger one by a builder process.
+    inline_build_max: int = Field(5_000, ge=0, le=10_000_000)
+    # Entries the change log keeps (MAXLEN ~); a worker further behind reloads a snapshot.
+    change_log_length: int = Field(10_000, ge=100, le=10_000_000)
+    # A big namespace's snapshot is rebuilt when it falls this many versions behind.
+    snapshot_refresh_changes: int = Field(2_000, ge=1)
+    # How long a job may wait for a big namespace's first index before it fails.
+    build_wait_seconds: float = Field(1.5, ge=0, le=600)
+
+
 class BackendSettings(_Strict):
     kind: Literal["local", "nous"] = "local"
     nous: NousSettings = NousSettings()
+    local: LocalSettings = LocalSettings()
 
 
 class RedisSettings(_Strict):
@@ -81,8 +100,17 @@ class RedisSettings(_Strict):
 class ServiceSettings(_Strict):
     """Queue service: deadlines, TTLs, worker behaviour (seconds)."""
 
-    result_ttl_seconds: int = Field(86_400, ge=1)
-    trace_ttl_seconds: int = Field(86_400, ge=1)
+    def ttls(self) -> dict[str, tuple[int, int]]:
+        """(result TTL, trace TTL) by queue."""
+        return {"prefetch": (self.result_ttl_seconds, self.trace_ttl_seconds),
+                "batch": (self.batch_result_ttl_seconds, self.batch_trace_ttl_seconds)}
+
+    # How long a job's result and trace stay in Redis, per queue. A prefetch answer is read by the next
+    # turn, within seconds; a batch answer is read once by its collector (``--resume`` re-runs what expired).
+    result_ttl_seconds: int = Field(3_600, ge=1)  # prefetch
+    trace_ttl_seconds: int = Field(21_600, ge=1)  # prefetch
+    batch_result_ttl_seconds: int = Field(3_600, ge=1)
+    batch_trace_ttl_seconds: int = Field(3_600, ge=1)
     prefetch_deadline_seconds: float = Field(5.0, gt=0, le=3600)
     batch_deadline_seconds: float = Field(600.0, gt=0, le=86_400)
     hard_timeout_grace_seconds: float = Field(2.0, ge=0.5, le=600)

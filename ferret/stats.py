@@ -46,6 +46,10 @@ class JobStats(BaseModel):
     # Seed 000's last resort: one plain search of the question when the orchestration failed.
     fallback: str | None = None  # ok | failed | timeout
     fallback_cause: str | None = None  # why the orchestration could not answer
+    # The local backend's index for this job (worker.backends.index_registry).
+    index: str | None = None  # warm | caught_up | disk | snapshot | built
+    index_changes: int | None = None  # change-log entries applied before the search
+    index_evictions: int | None = None  # namespaces evicted to stay within the memory bound
     # The job around the pipeline.
     cache_hit: bool | None = None
     refused: str | None = None  # why a queue entry was not run (see rq_wing.intake)

@@ -120,6 +120,37 @@ def round_trips(jobs: int) -> None:
     click.echo(json.dumps(figures))
 
 
+def _sizes(value: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "").replace("k", "000").replace("M", "000000")) for part in value.split(",")]
+    except ValueError:
+        raise click.BadParameter("a comma-separated list of sizes, e.g. 10k,100k") from None
+    if any(size < 1 for size in sizes):
+        raise click.BadParameter("sizes must be positive")
+    return sizes
+
+
+@bench.command()
+@click.option("--sizes", default="10k,100k", show_default=True, help="Namespace sizes (memories), e.g. 10k,100k,1M.")
+@click.option("--tenants", default="1000x500", show_default=True,
+              help="TxM: T namespaces of M memories under the memory bound ('' to skip).")
+@click.option("--bound-mb", default=512, show_default=True, help="backend.local.index_memory_mb for the tenants run.")
+@click.option("--queries", default=200, show_default=True, help="Warm queries per run.")
+@click.option("--writes", default=20, show_default=True, help="Write-then-query cycles per size.")
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+def scale(sizes: str, tenants: str, bound_mb: int, queries: int, writes: int, out_dir: Path) -> None:
+    """The local backend at scale: ingest, first query, warm queries, write-then-query, RSS, tenants."""
+    from benchmarks.scale import run
+    pair = None
+    if tenants:
+        try:
+            count, each = (int(part) for part in tenants.lower().split("x"))
+        except ValueError:
+            raise click.BadParameter("TxM, e.g. 1000x500", param_hint="--tenants") from None
+        pair = (count, each)
+    run(_sizes(sizes), pair, bound_mb, queries, writes, out_dir / "scale.json")
+
+
 def rq_version() -> str:
     from importlib.metadata import version
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 
 import click
 
 from ferret.contract import parse_request
 from ferret.errors import FerretError
-from ferret.ingest import parse_memory_lines
+from ferret.ingest import memory_batches
 from ferret.settings import load_settings
 from ferret_cli import render
 from ferret_cli.options import (
@@ -44,35 +45,57 @@ def cli(ctx: click.Context, config_path: str | None, log_level: str) -> None:
 @click.argument("file", type=click.File("r", encoding="utf-8", errors="replace"))
 @namespace_option
 @click.option("--replace", is_flag=True, help="Delete the namespace's memories (and co-retrieval weights) first.")
+@click.option("--batch-size", default=1000, show_default=True, type=click.IntRange(1, 100_000),
+              help="Lines read, and memories written, at a time.")
+@click.option("--index/--no-index", "build_index", default=True, show_default=True,
+              help="After loading a large namespace (local backend), build its index snapshot.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
 @click.pass_context
-def ingest(ctx: click.Context, file, namespace: str, replace: bool) -> None:
+def ingest(ctx: click.Context, file, namespace: str, replace: bool, batch_size: int, build_index: bool,
+           quiet: bool) -> None:
     """Load memories from a JSONL FILE (one node per line; '-' for stdin).
 
+    Streams: a batch of lines is parsed and stored before the next is read,
+    so a file of any size loads in bounded memory; progress goes to stderr.
     Valid lines are stored even when others are malformed; each malformed
     line is reported, and the exit code is then 1.
     """
-    memories, errors = parse_memory_lines(file)
+    settings = settings_of(ctx)
     try:
-        parse_request({"query": "x", "namespace": namespace}, settings_of(ctx).limits)
+        parse_request({"query": "x", "namespace": namespace}, settings.limits)
     except FerretError as exc:
         fail(exc)
-    settings = settings_of(ctx)
     if replace and settings.backend.kind != "local":
         fail(FerretError("--replace clears a local namespace; a Nous server's memories are managed on the server"))
+    stored = skipped = 0
+    started = last_report = time.monotonic()
     with connected(ctx) as client:
         try:
             writer = writer_for(settings, client, namespace)
             if replace and isinstance(writer, MemoryStore):
                 writer.clear()
-            stored = writer.upsert(memories)
+            for memories, errors in memory_batches(file, batch_size):
+                stored += writer.upsert(memories)
+                skipped += len(errors)
+                for error in errors:
+                    click.echo(f"skipped {error}", err=True)
+                if not quiet and time.monotonic() - last_report >= 1.0:
+                    last_report = time.monotonic()
+                    rate = stored / max(1e-9, last_report - started)
+                    click.echo(f"ingest: {stored:,} stored, {skipped:,} skipped ({rate:,.0f}/s)", err=True)
         except FerretError as exc:
             fail(exc)
-        total = f" ({writer.count()} in all)" if isinstance(writer, MemoryStore) else ""
-    for error in errors:
-        click.echo(f"skipped {error}", err=True)
-    click.echo(f"stored {stored} memories in namespace {namespace!r}{total}; "
-               f"{len(errors)} invalid line(s) skipped")
-    if errors:
+        total = writer.count() if isinstance(writer, MemoryStore) else None
+        if build_index and total is not None and total > settings.backend.local.inline_build_max:
+            from worker.backends.index_builder import build_snapshot
+            if not quiet:
+                click.echo(f"ingest: building the index snapshot of {total:,} memories", err=True)
+            manifest = build_snapshot(client, namespace, settings.backend.local)
+            click.echo(f"index snapshot stored: {manifest.memories:,} memories, "
+                       f"{manifest.size / 1e6:.1f} MB", err=True)
+    in_all = f" ({total} in all)" if total is not None else ""
+    click.echo(f"stored {stored} memories in namespace {namespace!r}{in_all}; {skipped} invalid line(s) skipped")
+    if skipped:
         sys.exit(1)
 
 

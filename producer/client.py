@@ -44,7 +44,7 @@ class Producer:
         self.client = client
         self.settings = settings
         self.results = ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds,
-                             settings.cache.max_entries)
+                             settings.cache.max_entries, settings.service.ttls())
         self.queues = RQQueues(client)
         self._fingerprint = answer_fingerprint(settings)
 
@@ -77,7 +77,7 @@ class Producer:
         trace_id = new_trace_id()
         if request.request_id is not None:
             claim = keys.request_job(request.namespace, request.request_id)
-            ttl = int(deadline + self.settings.service.result_ttl_seconds) + 1
+            ttl = int(deadline + self.settings.service.ttls()[request.queue][0]) + 1
             if not self.client.set(claim, trace_id, nx=True, ex=ttl):
                 existing = self._existing(request, job_id)
                 if existing is not None:
@@ -95,7 +95,7 @@ class Producer:
         envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id)
         self.queues.enqueue(request.queue, envelope.to_payload(), job_id,
                             timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
-                            result_ttl=self.settings.service.result_ttl_seconds)
+                            result_ttl=self.settings.service.ttls()[request.queue][0])
         return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id)
 
     def _coalesce(self, request: RetrievalRequest, job_id: str, version: int, deadline: float) -> JobHandle | None:

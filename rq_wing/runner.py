@@ -36,6 +36,7 @@ from rq_wing.entry import report_of
 from rq_wing.intake import Refusal, guarded_queue_class, mark_failed
 from rq_wing.maintenance import sweep
 from rq_wing.reaper import reap
+from worker.backends.tantivy_index import limit_malloc_arenas
 from worker.co_retrieval.applier import co_retrieval_amount
 from worker.co_retrieval.wiring import co_retrieval_applier
 from worker.core.report import JobReport, Observer, after_job
@@ -234,10 +235,14 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
 def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = QUEUES,
                burst: bool = False, worker_class: str | None = None, log_level: str = "WARNING",
                metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> bool:
+    limit_malloc_arenas()
     metrics = FerretMetrics()
     worker = build_worker(client, settings, queues, worker_class, metrics=metrics)
     if metrics_port is not None:
         metrics.watch_queues(client)
+        index_root = worker.ferret_context.index_root  # type: ignore[attr-defined]
+        if index_root is not None:
+            metrics.watch_indexes(index_root)
         start_http_server(metrics_port, addr=metrics_host, registry=metrics.registry)
         logger.info("metrics on http://%s:%d/metrics", metrics_host, metrics_port)
     # Start-up objects (modules, indexes' code, RQ) never die: keep them out of

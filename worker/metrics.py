@@ -13,8 +13,11 @@ fixed set of values created up front; never a query or a job id.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import redis
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -23,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
 from ferret.stats import REFUSAL_REASONS, JobStats
+from worker.backends.index_registry import directory_bytes
 from worker.pipeline.complexity import Route
 
 logger = logging.getLogger(__name__)
@@ -30,12 +34,30 @@ logger = logging.getLogger(__name__)
 STAGES = ("cache", "classify", "decompose", "complexity", "search", "merge", "replace", "rerank", "fallback",
           "format")
 FALLBACK_OUTCOMES = ("ok", "failed", "timeout")
+INDEX_READINESS = ("warm", "caught_up", "disk", "snapshot", "built")
 # Re-rank outcomes counted; "off" (not asked) and "too_few" (nothing to order) are not.
 RERANK_OUTCOMES = ("ok", "disabled", "deadline", "timeout", "error", "malformed")
 BACKEND_OUTCOMES = ("ok", "timeout", "error")
 BACKENDS = ("local", "nous")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 STAGE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5)
+
+
+class IndexBytesCollector(Collector):
+    """The local backend's index memory: the size of the worker's index directory
+    at scrape time (a work horse's indexes live there too)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        total = 0
+        with contextlib.suppress(FileNotFoundError):
+            for namespace_dir in os.scandir(self.root):
+                if namespace_dir.is_dir():
+                    total += directory_bytes(Path(namespace_dir.path))
+        yield GaugeMetricFamily("ferret_index_bytes", "Bytes held by this worker's local indexes "
+                                "(memory-mapped when open); bounded by backend.local.index_memory_mb.", value=total)
 
 
 class QueueDepthCollector(Collector):
@@ -104,6 +126,13 @@ class FerretMetrics:
         self.fallbacks = Counter("ferret_fallbacks_total", "Seed 000's plain-search fallback after the orchestration "
                                  "failed, by outcome (ok: answered partial; failed/timeout: the job failed).",
                                  ["outcome"], registry=r)
+        self.index_ready = Counter("ferret_index_ready_total", "How each job's local index was made ready "
+                                   "(warm, caught_up: changes applied, disk, snapshot: loaded, built: from the "
+                                   "memories).", ["how"], registry=r)
+        self.index_changes = Counter("ferret_index_changes_total", "Change-log entries applied to local indexes.",
+                                     registry=r)
+        self.index_evictions = Counter("ferret_index_evictions_total",
+                                       "Namespaces' indexes evicted to stay within the memory bound.", registry=r)
         self._create_children()
 
     def _create_children(self) -> None:
@@ -133,6 +162,8 @@ class FerretMetrics:
             self.refused.labels(reason)
         for outcome in FALLBACK_OUTCOMES:
             self.fallbacks.labels(outcome)
+        for how in INDEX_READINESS:
+            self.index_ready.labels(how)
 
     def observe_co_retrieval(self, outcome: str, links: int) -> None:
         self.co_retrieval.labels(outcome).inc()
@@ -140,6 +171,9 @@ class FerretMetrics:
 
     def watch_queues(self, client: redis.Redis) -> None:
         self.registry.register(QueueDepthCollector(client))
+
+    def watch_indexes(self, root: Path) -> None:
+        self.registry.register(IndexBytesCollector(root))
 
     def record(self, result: RetrievalResult, backend: str) -> None:
         """Record one finished job. Never raises: an observer must not hurt the work."""
@@ -173,6 +207,10 @@ class FerretMetrics:
                 self.stage_duration.labels(stage).observe(ms / 1000)
         if stats.cache_hit:  # served from the cache: the pipeline did not run
             return
+        if stats.index in INDEX_READINESS:
+            self.index_ready.labels(stats.index).inc()
+        self.index_changes.inc(stats.index_changes or 0)
+        self.index_evictions.inc(stats.index_evictions or 0)
         if stats.fallback in FALLBACK_OUTCOMES:
             self.fallbacks.labels(stats.fallback).inc()
         if stats.route in Route.__members__:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 import redis
@@ -13,14 +14,17 @@ from worker.backends.nous import NousBackends
 
 
 class Backends(Protocol):
-    def for_namespace(self, namespace: str, at_least: int | None = None) -> Backend: ...
+    def for_namespace(self, namespace: str, at_least: int | None = None,
+                      wait_seconds: float | None = None) -> Backend: ...
 
     def version(self, namespace: str) -> int: ...
 
     def close(self) -> None: ...
 
 
-def build_backends(settings: Settings, client: redis.Redis) -> Backends:
+def build_backends(settings: Settings, client: redis.Redis, index_root: Path | None = None) -> Backends:
+    """``index_root``: where the local backend's indexes live (a forked work horse
+    gets its parent's, so what one job built the next one finds)."""
     if settings.backend.kind == "nous":
         return NousBackends(settings.backend.nous, client=client)
-    return LocalBackends(client, settings.co_retrieval)
+    return LocalBackends(client, settings.co_retrieval, settings.backend.local, index_root, settings.redis.url)

@@ -1,14 +1,14 @@
-"""Applying search filters to a memory (used by the in-process backends)."""
+"""Applying search filters to a memory: the one definition of what a filter means
+(the indexes express it as a query; every backend checks its hits with it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 from ferret.records import Filters, Memory, TimeRange
 
 
-def _parse_time(value: str | None) -> datetime | None:
+def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
     try:
@@ -33,7 +33,7 @@ def _in_range(memory: Memory, time_range: TimeRange) -> bool:
         candidates = [memory.temporal_event_time, memory.provenance_created_at]
     start, end = _aware(time_range.start), _aware(time_range.end)
     for raw in candidates:
-        moment = _parse_time(raw)
+        moment = parse_time(raw)
         if moment is None:
             continue
         if (start is None or moment >= start) and (end is None or moment <= end):
@@ -52,16 +52,3 @@ def matches(memory: Memory, filters: Filters) -> bool:
     if filters.cluster_ids and not set(filters.cluster_ids) & set(memory.cluster_ids):
         return False
     return not (filters.time_range and not _in_range(memory, filters.time_range))
-
-
-def is_empty(filters: Filters) -> bool:
-    return not (
-        filters.type or filters.subtype or filters.lifecycle or filters.time_range or filters.cluster_ids
-    )
-
-
-def predicate(filters: Filters) -> Callable[[Memory], bool] | None:
-    """A keep-function for ``LexicalIndex.search``; None when nothing is filtered."""
-    if is_empty(filters):
-        return None
-    return lambda memory: matches(memory, filters)

@@ -1,19 +1,28 @@
-"""The ``local`` backend: memories in Redis, a lexical index in each process.
+"""The ``local`` backend: memories in Redis, a tantivy index per namespace in each worker.
 
-``MemoryStore`` writes and reads a namespace's memories (a hash of JSON plus
-a version counter bumped in the same transaction). ``IndexCache`` keeps one
-``LexicalIndex`` per namespace in the process and rebuilds it when the
-store's version moves. A job may carry the version the producer saw at
-enqueue time: an index at least that new is used without asking Redis, so a
-job always sees every memory write that finished before it was enqueued.
-``LocalBackend`` is bound to one namespace and one version for the length of
-a job, so a job sees one consistent snapshot.
+``MemoryStore`` writes and reads a namespace's memories: a hash of JSON, a
+version counter and the change log, all changed by one script
+(``worker.backends.change_log``). ``LocalBackends`` keeps each namespace's
+index in an ``IndexRegistry`` that follows the change log, so a write of k
+memories costs O(k) in every worker; cold workers load a prebuilt snapshot.
+A job may carry the version the producer saw at enqueue time: an index at
+least that new is used without asking Redis, so a job always sees every
+memory write that finished before it was enqueued. ``LocalBackend`` is
+bound to one namespace for the length of a job; its hits' memories are read
+from the hash (one round trip a search), so what a search returns is always
+what is stored.
 """
 
 from __future__ import annotations
 
-import threading
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+import uuid
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -21,46 +30,53 @@ import redis
 from ferret import keys
 from ferret.errors import BackendUnavailable
 from ferret.records import Filters, Hit, Memory
-from ferret.settings import CoRetrievalSettings
+from ferret.settings import CoRetrievalSettings, LocalSettings
 from worker.backends.base import Backend
-from worker.backends.filtering import predicate
-from worker.backends.lexical_index import LexicalIndex
+from worker.backends.change_log import ChangeLog
+from worker.backends.filtering import matches
+from worker.backends.index_registry import IndexRegistry, Readiness, parse_memories
+from worker.backends.tantivy_index import MemoryIndex
 from worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
+
+# Memories per write script (a Lua call's arguments are bounded).
+WRITE_BATCH = 1000
 
 
 class MemoryStore:
     """Add, update, delete and list a namespace's memories in Redis."""
 
-    def __init__(self, client: redis.Redis, namespace: str) -> None:
+    def __init__(self, client: redis.Redis, namespace: str, change_log_length: int = 10_000) -> None:
         self.client = client
         self.namespace = namespace
+        self.log = ChangeLog(client, namespace, change_log_length)
 
     def upsert(self, memories: Iterable[Memory]) -> int:
-        mapping: dict[Any, Any] = {m.id: m.model_dump_json() for m in memories}
-        if not mapping:
-            return 0
-        with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(keys.memories(self.namespace), mapping=mapping)
-            pipe.incr(keys.memory_version(self.namespace))
-            pipe.execute()
-        return len(mapping)
+        batch: dict[str, str] = {}
+        written = 0
+        for memory in memories:
+            batch[memory.id] = memory.model_dump_json()
+            if len(batch) >= WRITE_BATCH:
+                written += self._write(batch)
+                batch = {}
+        if batch:
+            written += self._write(batch)
+        return written
+
+    def _write(self, batch: dict[str, str]) -> int:
+        ids = list(batch)
+        self.log.write("upsert", ids, [batch[i] for i in ids])
+        return len(ids)
 
     def delete(self, ids: Iterable[str]) -> int:
-        ids = list(ids)
-        if not ids:
-            return 0
-        with self.client.pipeline(transaction=True) as pipe:
-            pipe.hdel(keys.memories(self.namespace), *ids)
-            pipe.incr(keys.memory_version(self.namespace))
-            removed, _ = pipe.execute()
-        return int(removed)
+        ids = list(dict.fromkeys(ids))
+        removed = 0
+        for start in range(0, len(ids), WRITE_BATCH):
+            removed += self.log.write("delete", ids[start:start + WRITE_BATCH])[1]
+        return removed
 
     def clear(self) -> None:
         """Drop every memory of the namespace, and their co-retrieval weights."""
-        with self.client.pipeline(transaction=True) as pipe:
-            pipe.delete(keys.memories(self.namespace))
-            pipe.incr(keys.memory_version(self.namespace))
-            pipe.execute()
+        self.log.write("clear", [])
         stale = list(self.client.scan_iter(match=keys.affinity_pattern(self.namespace), count=1000))
         for start in range(0, len(stale), 500):
             self.client.delete(*stale[start:start + 500])
@@ -71,65 +87,77 @@ class MemoryStore:
     def count(self) -> int:
         return int(self.client.hlen(keys.memories(self.namespace)))
 
-    def snapshot(self) -> tuple[int, list[Memory]]:
-        """Version and memories, read in one transaction."""
-        with self.client.pipeline(transaction=True) as pipe:
-            pipe.get(keys.memory_version(self.namespace))
-            pipe.hgetall(keys.memories(self.namespace))
-            version, raw = pipe.execute()
-        memories = [Memory.model_validate_json(v) for _, v in sorted(raw.items())]
-        return int(version or 0), memories
-
-
-class IndexCache:
-    """One lexical index per namespace per process, following store versions."""
-
-    def __init__(self) -> None:
-        self._indexes: dict[str, tuple[int, LexicalIndex]] = {}
-        self._lock = threading.Lock()
-        self.rebuilds = 0
-
-    def index_for(self, store: MemoryStore, at_least: int | None = None) -> tuple[int, LexicalIndex]:
-        """The namespace's index; no Redis call when it is at least ``at_least``."""
-        cached = self._indexes.get(store.namespace)
-        if cached and at_least is not None and cached[0] >= at_least:
-            return cached
-        try:
-            version = store.version()
-            if cached and cached[0] == version:
-                return cached
-            with self._lock:
-                cached = self._indexes.get(store.namespace)
-                if cached and cached[0] == version:
-                    return cached
-                version, memories = store.snapshot()
-                built = (version, LexicalIndex(memories))
-                self._indexes[store.namespace] = built
-                self.rebuilds += 1
-                return built
-        except redis.RedisError as exc:
-            raise BackendUnavailable("local", f"memory store unreachable: {exc}") from exc
-
 
 class LocalBackend:
-    """Search one namespace's memories; built per job by ``LocalBackends``."""
+    """Search one namespace's index; built per job by ``LocalBackends``."""
 
     name = "local"
 
-    def __init__(self, index: LexicalIndex, version: int) -> None:
+    def __init__(self, client: redis.Redis, namespace: str, index: MemoryIndex, version: int,
+                 readiness: Readiness | None = None) -> None:
+        self._client = client
+        self._namespace = namespace
         self._index = index
         self.version = version
+        self.readiness = readiness
 
     def search(
         self, query: str, limit: int, filters: Filters, timeout: float | None = None
     ) -> list[Hit]:
-        return self._index.search(query, limit, predicate(filters))
+        pairs = self._index.search(query, limit, filters)
+        if not pairs:
+            return []
+        ids = [memory_id for memory_id, _ in pairs]
+        try:
+            raw = self._client.hmget(keys.memories(self._namespace), ids)
+        except redis.RedisError as exc:
+            raise BackendUnavailable("local", f"memory store unreachable: {exc}") from exc
+        found, _ = parse_memories(raw, ids)
+        memories = {m.id: m for m in found}
+        return [Hit.of(memories[memory_id], score) for memory_id, score in pairs
+                if memory_id in memories and matches(memories[memory_id], filters)]
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         return None
 
     def close(self) -> None:
         return None
+
+
+INDEX_DIR_PREFIX = "ferret-index-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def default_index_root(settings: LocalSettings) -> Path:
+    """This worker's index directory, under ``index_dir`` or the temp dir; the
+    directories of this host's workers that are gone are removed on the way."""
+    base = Path(settings.index_dir) if settings.index_dir else Path(tempfile.gettempdir())
+    host = socket.gethostname()
+    with contextlib.suppress(OSError):
+        for stale in base.glob(f"{INDEX_DIR_PREFIX}{host}-*-*"):
+            pid = stale.name.rsplit("-", 2)[-2]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
+    return base / f"{INDEX_DIR_PREFIX}{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def redis_url_of(client: redis.Redis) -> str:
+    """A URL for the server ``client`` talks to (for a builder process)."""
+    kwargs = client.connection_pool.connection_kwargs
+    if "path" in kwargs:
+        return f"unix://{kwargs['path']}?db={kwargs.get('db', 0)}"
+    password = kwargs.get("password")
+    auth = f"{kwargs.get('username') or ''}:{password}@" if password else ""
+    return f"redis://{auth}{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
 
 
 class LocalBackends:
@@ -139,24 +167,36 @@ class LocalBackends:
     get the co-retrieval bonus (see ``worker.co_retrieval.affinity``).
     """
 
-    def __init__(self, client: redis.Redis, co_retrieval: CoRetrievalSettings | None = None) -> None:
+    def __init__(self, client: redis.Redis, co_retrieval: CoRetrievalSettings | None = None,
+                 local: LocalSettings | None = None, index_root: Path | None = None,
+                 redis_url: str | None = None) -> None:
         self.client = client
-        self.cache = IndexCache()
+        self.local = local or LocalSettings()
+        self._owns_root = index_root is None
+        self.index_root = index_root or default_index_root(self.local)
+        self.registry = IndexRegistry(client, self.local, self.index_root,
+                                      {"FERRET_REDIS__URL": redis_url or redis_url_of(client)})
         settings = co_retrieval or CoRetrievalSettings()
         self.affinity_weight = settings.affinity_weight if settings.enabled else 0.0
         self.affinity_seeds = settings.affinity_seeds
 
-    def for_namespace(self, namespace: str, at_least: int | None = None) -> Backend:
-        version, index = self.cache.index_for(MemoryStore(self.client, namespace), at_least)
-        backend = LocalBackend(index, version)
+    def for_namespace(self, namespace: str, at_least: int | None = None,
+                      wait_seconds: float | None = None) -> Backend:
+        wait = self.local.build_wait_seconds if wait_seconds is None else min(wait_seconds,
+                                                                              self.local.build_wait_seconds)
+        position, index, readiness = self.registry.index_for(namespace, at_least, max(0.0, wait))
+        backend = LocalBackend(self.client, namespace, index, position.version, readiness)
         if self.affinity_weight <= 0:
             return backend
-        return AffinityBackend(backend, RedisAffinity(self.client, namespace), self.affinity_weight,
-                               self.affinity_seeds)
+        wrapped = AffinityBackend(backend, RedisAffinity(self.client, namespace), self.affinity_weight,
+                                  self.affinity_seeds)
+        wrapped.readiness = readiness  # type: ignore[attr-defined]
+        return wrapped
 
     def version(self, namespace: str) -> int:
         return MemoryStore(self.client, namespace).version()
 
     def close(self) -> None:
-        return None
-
+        self.registry.close()
+        if self._owns_root:
+            shutil.rmtree(self.index_root, ignore_errors=True)

@@ -8,8 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ferret.records import Filters, Hit, Memory
-from worker.backends.filtering import predicate
-from worker.backends.lexical_index import LexicalIndex
+from worker.backends.tantivy_index import MemoryIndex
 
 
 class InMemoryBackend:
@@ -17,18 +16,21 @@ class InMemoryBackend:
 
     def __init__(self, memories: Iterable[Memory] = (), delay_seconds: float = 0.0) -> None:
         self._memories = {m.id: m for m in memories}
-        self._index = LexicalIndex(list(self._memories.values()))
+        self._index = MemoryIndex()
+        self._index.apply(upserts=self._memories.values())
         self.delay_seconds = delay_seconds
         self.calls = 0
 
     def upsert(self, memories: Iterable[Memory]) -> None:
-        self._memories.update({m.id: m for m in memories})
-        self._index = LexicalIndex(list(self._memories.values()))
+        batch = {m.id: m for m in memories}
+        self._memories.update(batch)
+        self._index.apply(upserts=batch.values())
 
     def delete(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
         for memory_id in ids:
             self._memories.pop(memory_id, None)
-        self._index = LexicalIndex(list(self._memories.values()))
+        self._index.apply(deletes=ids)
 
     def search(
         self, query: str, limit: int, filters: Filters, timeout: float | None = None
@@ -36,7 +38,8 @@ class InMemoryBackend:
         self.calls += 1
         if self.delay_seconds:
             time.sleep(self.delay_seconds)
-        return self._index.search(query, limit, predicate(filters))
+        return [Hit.of(self._memories[memory_id], score)
+                for memory_id, score in self._index.search(query, limit, filters)]
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         return None

@@ -191,7 +191,8 @@ class NousBackends:
         urls = {settings.base_url, *settings.namespaces.values()}
         self._clients = {url: NousBackend(settings.model_copy(update={"base_url": url}), transport) for url in urls}
 
-    def for_namespace(self, namespace: str, at_least: int | None = None) -> NousBackend:
+    def for_namespace(self, namespace: str, at_least: int | None = None,
+                      wait_seconds: float | None = None) -> NousBackend:
         url = self.settings.url_for(namespace)
         if url is None:
             raise NamespaceNotServed(NAME, f"no Nous server for namespace {namespace!r}: this backend serves "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 
 import redis
 
@@ -24,6 +25,7 @@ class WorkerResources:
     name: str  # host:pid, as it appears in results
     scorer: LLMScorer | None = None  # the re-rank stage's LLM, when switched on
     fingerprint: str = ""  # what decides an answer besides request and memories (ferret.cache)
+    index_root: Path | None = None  # the local backend's index directory (a work horse shares its parent's)
 
     @property
     def pid(self) -> int:
@@ -35,18 +37,20 @@ class WorkerResources:
         horse of ``ferret --config FILE worker`` runs with FILE's settings)."""
         if self.pid == os.getpid():
             return self
-        return build_resources(self.settings, client or self.client)
+        return build_resources(self.settings, client or self.client, self.index_root)
 
 
-def build_resources(settings: Settings, client: redis.Redis) -> WorkerResources:
+def build_resources(settings: Settings, client: redis.Redis, index_root: Path | None = None) -> WorkerResources:
     """Build the per-process clients; called at worker start-up (and in a forked child)."""
+    backends = build_backends(settings, client, index_root)
     return WorkerResources(
         settings=settings,
         client=client,
-        backends=build_backends(settings, client),
+        backends=backends,
         results=ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds,
-                             settings.cache.max_entries),
+                             settings.cache.max_entries, settings.service.ttls()),
         name=f"{socket.gethostname()}:{os.getpid()}",
         scorer=LLMScorer(settings.rerank) if settings.rerank.enabled else None,
         fingerprint=answer_fingerprint(settings),
+        index_root=getattr(backends, "index_root", None),
     )

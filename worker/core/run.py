@@ -85,7 +85,12 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
     budget = Budget.of_seconds(remaining)
     try:
         with tracer.span("pipeline") as span:
-            backend = ctx.backends.for_namespace(request.namespace, env.memory_version)
+            with tracer.span("index") as index_span:
+                backend = ctx.backends.for_namespace(request.namespace, env.memory_version,
+                                                     wait_seconds=budget.remaining() / 2)
+                readiness = getattr(backend, "readiness", None)
+                if readiness is not None:
+                    index_span.set(how=readiness.how, changes=readiness.changes, evictions=readiness.evictions)
             outcome = run_pipeline(
                 request.query, backend, ctx.settings.pipeline, filters=request.filters, budget=budget,
                 tracer=tracer, max_results=request.options.max_results,
@@ -99,6 +104,9 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
         return _Outcome("failed", error=str(exc), stats=JobStats(backend_calls=exc.calls, fallback=exc.fallback))
     status = "partial" if outcome.partial or budget.expired() else "ok"
     stats = JobStats.model_validate(outcome.stats.to_dict())
+    if readiness is not None:
+        stats = stats.with_(index=readiness.how, index_evictions=readiness.evictions or None,
+                            index_changes=readiness.changes or None)
     if key is not None:
         stats = stats.with_(cache_hit=False, stage_ms={"cache": looked_up_ms, **(stats.stage_ms or {})})
     done = _Outcome(status, result_items(outcome.hits, outcome.sub_queries), outcome.context, stats=stats)

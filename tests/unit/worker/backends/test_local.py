@@ -1,8 +1,18 @@
+"""The local backend over fakeredis: the change log, incremental indexes,
+snapshots, the memory bound (real Redis and real workers: tests/integration)."""
+
 import fakeredis
 import pytest
 
+from ferret import keys
 from ferret.records import Filters, Memory
+from ferret.settings import LocalSettings
+from worker.backends import snapshots
+from worker.backends.change_log import ChangeLog, Position
+from worker.backends.index_builder import build_snapshot
 from worker.backends.local import LocalBackends, MemoryStore
+
+NONE = Filters()
 
 
 @pytest.fixture
@@ -10,55 +20,150 @@ def client():
     return fakeredis.FakeRedis()
 
 
-def test_index_follows_store_version(client):
+def _backends(client, tmp_path, **local):
+    return LocalBackends(client, local=LocalSettings(**local), index_root=tmp_path / "idx")
+
+
+def _ids(backend, query="bitcoin"):
+    return {h.id for h in backend.search(query, 10, NONE)}
+
+
+def test_index_follows_writes_and_deletes_by_applying_only_the_changes(client, tmp_path):
     store = MemoryStore(client, "ns")
-    backends = LocalBackends(client)
-    store.upsert([Memory(id="a", content_title="bitcoin thesis")])
-    assert [h.id for h in backends.for_namespace("ns").search("bitcoin", 5, Filters())] == ["a"]
-    store.upsert([Memory(id="b", content_title="bitcoin lesson")])
-    assert {h.id for h in backends.for_namespace("ns").search("bitcoin", 5, Filters())} == {"a", "b"}
-    store.delete(["a"])
-    assert [h.id for h in backends.for_namespace("ns").search("bitcoin", 5, Filters())] == ["b"]
-    assert backends.cache.rebuilds == 3
+    store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}") for i in range(50)])
+    backends = _backends(client, tmp_path)
+    first = backends.for_namespace("ns")
+    assert first.readiness.how == "built" and len(_ids(first)) == 10
+    store.upsert([Memory(id="new", content_title="bitcoin halving zebra")])
+    after_write = backends.for_namespace("ns")
+    assert after_write.readiness.how == "caught_up" and after_write.readiness.changes == 1
+    assert "new" in _ids(after_write, "zebra")
+    store.delete(["new"])
+    assert _ids(backends.for_namespace("ns"), "zebra") == set()
+    assert backends.registry.builds == 1, "writes never rebuild the index"
+    assert backends.for_namespace("ns").readiness.how == "warm"
 
 
-def test_index_not_rebuilt_without_changes(client):
-    MemoryStore(client, "ns").upsert([Memory(id="a", content_title="bitcoin")])
-    backends = LocalBackends(client)
-    for _ in range(5):
-        backends.for_namespace("ns")
-    assert backends.cache.rebuilds == 1
+def test_change_log_entries_are_versions_in_order(client):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="x")])
+    store.delete(["a", "missing"])
+    store.clear()
+    version, changes = ChangeLog(client, "ns").after(Position(0))
+    assert version == 3 and [(c.version, c.op, c.ids) for c in changes] == [
+        (1, "upsert", ("a",)), (2, "delete", ("a", "missing")), (3, "clear", ())]
 
 
-def test_namespaces_are_isolated(client):
+def test_clear_then_write(client, tmp_path):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="bitcoin")])
+    backends = _backends(client, tmp_path)
+    assert _ids(backends.for_namespace("ns")) == {"a"}
+    store.clear()
+    store.upsert([Memory(id="b", content_title="bitcoin")])
+    assert _ids(backends.for_namespace("ns")) == {"b"}
+
+
+def test_namespaces_are_isolated(client, tmp_path):
     MemoryStore(client, "alice").upsert([Memory(id="a", content_title="secret bitcoin plan")])
     MemoryStore(client, "bob").upsert([Memory(id="b", content_title="bitcoin")])
-    hits = LocalBackends(client).for_namespace("bob").search("secret bitcoin plan", 10, Filters())
+    hits = _backends(client, tmp_path).for_namespace("bob").search("secret bitcoin plan", 10, NONE)
     assert [h.id for h in hits] == ["b"]
 
 
-def test_update_replaces_memory(client):
+def test_update_replaces_memory(client, tmp_path):
     store = MemoryStore(client, "ns")
     store.upsert([Memory(id="a", content_title="bitcoin")])
+    backends = _backends(client, tmp_path)
+    backends.for_namespace("ns")
     store.upsert([Memory(id="a", content_title="ethereum")])
     assert store.count() == 1
-    assert LocalBackends(client).for_namespace("ns").search("bitcoin", 5, Filters()) == []
+    assert backends.for_namespace("ns").search("bitcoin", 5, NONE) == []
 
 
-def test_job_stamped_version_skips_the_redis_check_but_sees_older_writes(client):
+def test_job_stamped_version_skips_the_redis_check_but_sees_older_writes(client, tmp_path):
     store = MemoryStore(client, "ns")
     store.upsert([Memory(id="a", content_title="bitcoin thesis")])
-    backends = LocalBackends(client)
+    backends = _backends(client, tmp_path)
     stamped = store.version()
     backends.for_namespace("ns", at_least=stamped)
-    calls = []
-    original = MemoryStore.version
-    MemoryStore.version = lambda self: calls.append(1) or original(self)  # type: ignore[method-assign]
-    try:
-        backends.for_namespace("ns", at_least=stamped)
-        assert calls == [], "an index at least as new as the stamp needs no round trip"
-        store.upsert([Memory(id="b", content_title="bitcoin lesson")])
-        fresh = backends.for_namespace("ns", at_least=original(store))
-        assert calls == [1] and {h.id for h in fresh.search("bitcoin", 5, Filters())} == {"a", "b"}
-    finally:
-        MemoryStore.version = original  # type: ignore[method-assign]
+    assert backends.for_namespace("ns", at_least=stamped).readiness.how == "warm"
+    store.upsert([Memory(id="b", content_title="bitcoin lesson")])
+    fresh = backends.for_namespace("ns", at_least=store.version())
+    assert fresh.readiness.how == "caught_up" and _ids(fresh) == {"a", "b"}
+
+
+def test_a_cold_worker_loads_the_snapshot_then_the_changes_since(client, tmp_path):
+    store = MemoryStore(client, "big")
+    store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}") for i in range(30)])
+    manifest = build_snapshot(client, "big", LocalSettings())
+    assert manifest.memories == 30 and manifest.position.version == store.version()
+    store.upsert([Memory(id="late", content_title="bitcoin zebra")])
+    cold = _backends(client, tmp_path, inline_build_max=10)
+    backend = cold.for_namespace("big")
+    assert backend.readiness.how == "snapshot" and backend.readiness.changes == 1
+    assert _ids(backend, "zebra") == {"late"} and cold.registry.builds == 0
+
+
+def test_a_gap_in_the_change_log_reloads_instead_of_missing_writes(client, tmp_path):
+    store = MemoryStore(client, "ns", change_log_length=100)
+    store.upsert([Memory(id="a", content_title="bitcoin")])
+    backends = _backends(client, tmp_path)
+    backends.for_namespace("ns")
+    store.upsert([Memory(id="b", content_title="bitcoin")])
+    client.delete(keys.changes("ns"))  # the entries this worker needed are gone
+    store.upsert([Memory(id="c", content_title="bitcoin")])
+    assert _ids(backends.for_namespace("ns")) == {"a", "b", "c"}
+    assert backends.registry.builds == 2
+
+
+def test_a_hostile_change_log_entry_is_skipped_not_applied(client, tmp_path):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="bitcoin")])
+    backends = _backends(client, tmp_path)
+    backends.for_namespace("ns")
+    client.xadd(keys.changes("ns"), {"v": "x", "op": "rm -rf", "ids": "{"})
+    store.upsert([Memory(id="b", content_title="bitcoin")])
+    assert _ids(backends.for_namespace("ns")) == {"a", "b"}
+
+
+def test_the_memory_bound_evicts_the_least_recently_used(client, tmp_path):
+    for n in range(6):
+        MemoryStore(client, f"t{n}").upsert(
+            [Memory(id=f"m{i}", content_title=f"bitcoin {n} note {i} " * 30) for i in range(300)])
+    backends = _backends(client, tmp_path, index_memory_mb=64)
+    one = backends.registry
+    for n in range(6):
+        backends.for_namespace(f"t{n}")
+    assert set(one._entries) == {f"t{n}" for n in range(6)} and one.evictions == 0
+    assert sum(e.index.writing for e in one._entries.values()) == 4, "writers beyond four are closed"
+    one.settings = one.settings.model_copy(update={"index_memory_mb": 1})  # a bound below two indexes
+    backends.for_namespace("t0")
+    assert set(one._entries) == {"t0"} and one.evictions == 5
+    assert len(list((tmp_path / "idx").iterdir())) == 1, "evicted indexes leave no files behind"
+    assert backends.for_namespace("t3").readiness.how == "built"
+
+
+def test_a_new_work_horse_finds_its_parents_indexes_on_disk(client, tmp_path):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="bitcoin")])
+    _backends(client, tmp_path).for_namespace("ns")
+    store.upsert([Memory(id="b", content_title="bitcoin")])
+    horse = _backends(client, tmp_path)  # same root, new process state
+    backend = horse.for_namespace("ns")
+    assert backend.readiness.how == "disk" and backend.readiness.changes == 1 and _ids(backend) == {"a", "b"}
+
+
+def test_a_malformed_snapshot_manifest_is_ignored(client, tmp_path):
+    MemoryStore(client, "ns").upsert([Memory(id="a", content_title="bitcoin")])
+    client.set(keys.index_snapshot("ns"), '{"generation": "../../etc", "files": [["../x", 1]]}')
+    assert snapshots.read_manifest(client, "ns") is None
+    assert _backends(client, tmp_path).for_namespace("ns").readiness.how == "built"
+
+
+def test_filters_are_applied_in_the_index(client, tmp_path):
+    MemoryStore(client, "ns").upsert([
+        Memory(id="a", content_title="bitcoin", state_lifecycle="ACTIVE"),
+        Memory(id="b", content_title="bitcoin", state_lifecycle="ARCHIVED")])
+    backend = _backends(client, tmp_path).for_namespace("ns")
+    assert [h.id for h in backend.search("bitcoin", 1, Filters(lifecycle="archived"))] == ["b"]

@@ -1,0 +1,388 @@
+"""A worker's local indexes: one per namespace, following the change log,
+kept on disk under one root and held to one memory bound.
+
+Making a namespace's index ready for a job, in the order tried:
+1. **warm**: the index is open and at least as new as the job's version
+   (no Redis call), or catches up by applying the change-log entries after
+   its version (``caught_up``): a write of k memories costs O(k);
+2. **on disk**: a directory this worker (or its previous work horse) left
+   under the root is opened and caught up;
+3. **snapshot**: the prebuilt snapshot in Redis is loaded and caught up;
+4. **built**: a namespace of at most ``inline_build_max`` memories is built
+   from the memories in the job (small: tens of milliseconds);
+5. otherwise a builder process (``worker.backends.index_builder``, its own
+   session, so neither a job's hard timeout nor the worker's death stops
+   it) builds the snapshot, and the job waits for it as long as its budget
+   allows, else fails ``IndexNotReady`` with a clear error; the build goes on
+   and is kept for the next job and every other worker.
+A builder is also started when a big namespace's snapshot falls more than
+``snapshot_refresh_changes`` versions behind, so cold workers stay fast.
+
+Memory: everything under the root (the indexes' files, memory-mapped when
+open) counts against ``index_memory_mb``; past it the least recently used
+namespaces are closed and their directories removed (``evictions``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from hashlib import sha256
+from pathlib import Path
+
+import redis
+
+from ferret import keys
+from ferret.errors import BackendUnavailable
+from ferret.records import Memory
+from ferret.settings import LocalSettings
+from worker.backends import snapshots
+from worker.backends.change_log import ChangeLog, Position
+from worker.backends.tantivy_index import MemoryIndex
+
+logger = logging.getLogger(__name__)
+
+NAME = "local"
+STATE_FILE = "ferret-position.json"
+BUILD_LOCK_SECONDS = 30
+SCAN_BATCH = 1000
+POLL_SECONDS = 0.05
+# An open writer holds about this much (tantivy's arena); writers beyond MAX_OPEN_WRITERS are closed.
+WRITER_BYTES = 4 * 1024 * 1024
+MAX_OPEN_WRITERS = 4
+
+
+class IndexNotReady(BackendUnavailable):
+    """The namespace's index is being built and was not ready within the job's budget."""
+
+
+class _Gap(Exception):
+    """The change log no longer holds the entries after the index's version."""
+
+
+@dataclass
+class _Entry:
+    namespace: str
+    directory: Path
+    position: Position
+    bytes: int = 0
+    used: float = field(default_factory=time.monotonic)
+    index: MemoryIndex | None = None
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """How a job's index was made ready (``stats.index``) and what it cost."""
+
+    how: str  # warm | caught_up | disk | snapshot | built
+    evictions: int = 0
+    changes: int = 0
+
+
+def directory_bytes(directory: Path) -> int:
+    total = 0
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(directory):
+            with contextlib.suppress(FileNotFoundError):
+                if entry.is_file():
+                    total += entry.stat().st_size
+    return total
+
+
+def _directory_name(namespace: str) -> str:
+    return sha256(namespace.encode()).hexdigest()[:24]
+
+
+def parse_memories(raw: Sequence[bytes | str | None], ids: list[str]) -> tuple[list[Memory], list[str]]:
+    """Stored memories (untrusted JSON) and the ids with none (deleted, or unreadable)."""
+    found: list[Memory] = []
+    missing: list[str] = []
+    for memory_id, value in zip(ids, raw, strict=True):
+        if value is None:
+            missing.append(memory_id)
+            continue
+        try:
+            found.append(Memory.model_validate_json(value))
+        except ValueError:
+            logger.warning("memory %r unreadable; left out of the index", memory_id[:80])
+            missing.append(memory_id)
+    return found, missing
+
+
+class IndexRegistry:
+    def __init__(self, client: redis.Redis, settings: LocalSettings, root: Path,
+                 builder_env: dict[str, str] | None = None) -> None:
+        self.client = client
+        self.settings = settings
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.builder_env = builder_env
+        self._entries: dict[str, _Entry] = {}
+        self._lock = threading.RLock()
+        self.builds = 0
+        self.evictions = 0
+        self._adopt_directories()
+
+    # -- the job's entry point -------------------------------------------------------------
+    def index_for(self, namespace: str, at_least: int | None = None,
+                  wait_seconds: float = 0.0) -> tuple[Position, MemoryIndex, Readiness]:
+        with self._lock:
+            try:
+                return self._ready(namespace, at_least, wait_seconds)
+            except redis.RedisError as exc:
+                raise BackendUnavailable(NAME, f"memory store unreachable: {exc}") from exc
+
+    def _ready(self, namespace: str, at_least: int | None, wait_seconds: float
+               ) -> tuple[Position, MemoryIndex, Readiness]:
+        entry = self._entries.get(namespace)
+        if entry is not None and entry.index is not None and at_least is not None \
+                and entry.position.version >= at_least:
+            entry.used = time.monotonic()
+            return entry.position, entry.index, Readiness("warm")
+        how = "warm"
+        if entry is not None and entry.index is None:
+            how = "disk" if self._open_on_disk(entry) else how
+            entry = self._entries.get(namespace)
+        if entry is None or entry.index is None:
+            entry, how = self._cold(namespace, wait_seconds, use_snapshot=True)
+        try:
+            changes = self._catch_up(entry)
+        except _Gap:
+            logger.info("namespace=%s change log no longer covers the index; loading afresh", namespace)
+            self._drop(namespace)
+            entry, how = self._cold(namespace, wait_seconds, use_snapshot=how != "snapshot")
+            try:
+                changes = self._catch_up(entry)
+            except _Gap:
+                raise BackendUnavailable(NAME, f"namespace {namespace!r} changed faster than its index "
+                                               "could be loaded; retry") from None
+        if how == "warm" and changes:
+            how = "caught_up"
+        entry.used = time.monotonic()
+        evicted = self._hold_to_bound(keep=namespace)
+        assert entry.index is not None
+        return entry.position, entry.index, Readiness(how, evicted, changes)
+
+    # -- opening ---------------------------------------------------------------------------
+    def _adopt_directories(self) -> None:
+        """Directories a previous work horse of this worker left: known, opened on first use."""
+        for path in self.root.iterdir() if self.root.exists() else ():
+            state = path / STATE_FILE
+            try:
+                data = json.loads(state.read_text())
+                namespace = str(data["namespace"])
+                position = Position(int(data["version"]), str(data["entry"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if path.name != _directory_name(namespace):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            self._entries[namespace] = _Entry(namespace, path, position, directory_bytes(path),
+                                              state.stat().st_mtime - time.time() + time.monotonic())
+
+    def _open_on_disk(self, entry: _Entry) -> bool:
+        try:
+            entry.index = MemoryIndex(str(entry.directory))
+            return True
+        except (ValueError, OSError) as exc:
+            logger.warning("namespace=%s index on disk unusable (%s); loading afresh", entry.namespace, exc)
+            self._drop(entry.namespace)
+            return False
+
+    def _fresh_directory(self, namespace: str) -> Path:
+        path = self.root / _directory_name(namespace)
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        return path
+
+    def _cold(self, namespace: str, wait_seconds: float, use_snapshot: bool) -> tuple[_Entry, str]:
+        manifest = snapshots.read_manifest(self.client, namespace)
+        count = int(self.client.hlen(keys.memories(namespace)))
+        if manifest is not None and use_snapshot:
+            entry = self._from_snapshot(namespace, manifest)
+            if entry is not None:
+                return entry, "snapshot"
+        if count <= self.settings.inline_build_max:
+            return self.build(namespace), "built"
+        self.start_builder(namespace)
+        deadline = time.monotonic() + wait_seconds
+        while time.monotonic() < deadline:
+            time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+            fresh = snapshots.read_manifest(self.client, namespace)
+            if fresh is not None and (manifest is None or fresh.generation != manifest.generation):
+                entry = self._from_snapshot(namespace, fresh)
+                if entry is not None:
+                    return entry, "snapshot"
+        raise IndexNotReady(NAME, f"the index of namespace {namespace!r} ({count:,} memories) is being built "
+                                  "by a builder process and was not ready within this job's budget; it is kept "
+                                  "when done, so a retry in a few seconds will find it")
+
+    def _from_snapshot(self, namespace: str, manifest: snapshots.Manifest) -> _Entry | None:
+        directory = self._fresh_directory(namespace)
+        if not snapshots.load(self.client, namespace, manifest, directory):
+            logger.warning("namespace=%s snapshot %s incomplete; ignored", namespace, manifest.generation)
+            shutil.rmtree(directory, ignore_errors=True)
+            return None
+        try:
+            index = MemoryIndex(str(directory))
+        except (ValueError, OSError) as exc:
+            logger.warning("namespace=%s snapshot %s unusable (%s); ignored", namespace, manifest.generation, exc)
+            shutil.rmtree(directory, ignore_errors=True)
+            return None
+        entry = _Entry(namespace, directory, manifest.position, directory_bytes(directory), index=index)
+        self._entries[namespace] = entry
+        self._save_state(entry)
+        return entry
+
+    def build(self, namespace: str) -> _Entry:
+        """Build the namespace's index from its memories (a consistent read: the
+        position first, then the memories; later writes are applied after)."""
+        log = ChangeLog(self.client, namespace)
+        position = log.position()
+        directory = self._fresh_directory(namespace)
+        index = MemoryIndex(str(directory))
+        cursor = 0
+        while True:
+            cursor, page = self.client.hscan(keys.memories(namespace), cursor, count=SCAN_BATCH)
+            assert isinstance(page, dict)
+            ids = [k.decode() if isinstance(k, bytes) else str(k) for k in page]
+            memories, _ = parse_memories(list(page.values()), ids)
+            if memories:
+                index.apply(upserts=memories, commit=False)
+            if cursor == 0:
+                break
+        index.commit()
+        self.builds += 1
+        entry = _Entry(namespace, directory, position, directory_bytes(directory), index=index)
+        self._entries[namespace] = entry
+        self._save_state(entry)
+        return entry
+
+    # -- following the change log ----------------------------------------------------------
+    def _catch_up(self, entry: _Entry) -> int:
+        """Apply every change after the entry's version, in order, each once; the number applied.
+        Entries that are not ours are skipped: versions must still follow on, else it is a gap."""
+        assert entry.index is not None
+        log = ChangeLog(self.client, entry.namespace)
+        applied = 0
+        while True:
+            version, changes = log.after(entry.position)
+            if version <= entry.position.version:
+                break
+            run = []
+            expected = entry.position.version + 1
+            for change in changes:
+                if change is None:
+                    logger.warning("namespace=%s change-log entry not ours; skipped", entry.namespace)
+                    continue
+                if change.version < expected:
+                    continue
+                if change.version != expected:
+                    raise _Gap()
+                run.append(change)
+                expected += 1
+            if not run:
+                raise _Gap()
+            self._apply(entry, run)
+            applied += len(run)
+        if applied:
+            self._save_state(entry)
+            entry.bytes = directory_bytes(entry.directory)
+            self._maybe_refresh_snapshot(entry)
+        return applied
+
+    def _apply(self, entry: _Entry, changes: list) -> None:
+        assert entry.index is not None
+        clear = False
+        touched: dict[str, None] = {}
+        for change in changes:
+            if change.op == "clear":
+                clear, touched = True, {}
+            else:
+                touched.update(dict.fromkeys(change.ids))
+        ids = list(touched)
+        upserts: list[Memory] = []
+        deletes: list[str] = []
+        for start in range(0, len(ids), SCAN_BATCH):
+            part = ids[start:start + SCAN_BATCH]
+            found, missing = parse_memories(self.client.hmget(keys.memories(entry.namespace), part), part)
+            upserts += found
+            deletes += missing
+        entry.index.apply(upserts=upserts, deletes=deletes, clear=clear)
+        last = changes[-1]
+        entry.position = Position(last.version, last.entry)
+
+    def _save_state(self, entry: _Entry) -> None:
+        state = {"namespace": entry.namespace, "version": entry.position.version, "entry": entry.position.entry}
+        temporary = entry.directory / (STATE_FILE + ".tmp")
+        temporary.write_text(json.dumps(state))
+        temporary.replace(entry.directory / STATE_FILE)
+
+    # -- snapshots and builders ------------------------------------------------------------
+    def _maybe_refresh_snapshot(self, entry: _Entry) -> None:
+        if len(entry.index or ()) <= self.settings.inline_build_max:
+            return
+        manifest = snapshots.read_manifest(self.client, entry.namespace)
+        behind = entry.position.version - (manifest.position.version if manifest else 0)
+        if manifest is None or behind > self.settings.snapshot_refresh_changes:
+            self.start_builder(entry.namespace)
+
+    def start_builder(self, namespace: str) -> bool:
+        """Start a builder process unless one holds the namespace's build lock."""
+        token = uuid.uuid4().hex
+        if not self.client.set(keys.index_build_lock(namespace), token, nx=True, ex=BUILD_LOCK_SECONDS):
+            return False
+        command = [sys.executable, "-m", "worker.backends.index_builder", "--namespace", namespace,
+                   "--lock-token", token]
+        env = {**os.environ, **(self.builder_env or {})}
+        subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         start_new_session=True)
+        logger.info("namespace=%s started an index builder", namespace)
+        return True
+
+    # -- the memory bound ------------------------------------------------------------------
+    def total_bytes(self) -> int:
+        return sum(e.bytes + (WRITER_BYTES if e.index is not None and e.index.writing else 0)
+                   for e in self._entries.values())
+
+    def _hold_to_bound(self, keep: str) -> int:
+        writing = sorted((e for e in self._entries.values() if e.index is not None and e.index.writing),
+                         key=lambda e: e.used, reverse=True)
+        for entry in writing[MAX_OPEN_WRITERS:]:
+            assert entry.index is not None
+            entry.index.release_writer()
+        bound = self.settings.index_memory_mb * 1024 * 1024
+        evicted = 0
+        for entry in sorted(self._entries.values(), key=lambda e: e.used):
+            if self.total_bytes() <= bound:
+                break
+            if entry.namespace == keep:
+                continue
+            self._drop(entry.namespace)
+            evicted += 1
+        self.evictions += evicted
+        return evicted
+
+    def _drop(self, namespace: str) -> None:
+        entry = self._entries.pop(namespace, None)
+        if entry is None:
+            return
+        if entry.index is not None:
+            entry.index.close()
+        shutil.rmtree(entry.directory, ignore_errors=True)
+
+    def close(self) -> None:
+        for entry in self._entries.values():
+            if entry.index is not None:
+                entry.index.close()

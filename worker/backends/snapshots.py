@@ -1,0 +1,135 @@
+"""Prebuilt index snapshots in Redis, where every worker on every machine can read them.
+
+A snapshot is the files of a committed tantivy index directory, stored as
+chunks (``CHUNK_BYTES`` each) under a fresh generation id, and a manifest
+naming the generation, its files and sizes, the change-log position the
+index holds and how many memories it has. The manifest is written last, so a
+reader sees a whole snapshot or the previous one; the chunks of a replaced
+generation expire after ``OLD_GENERATION_TTL`` seconds (a reader midway
+through them still finishes).
+
+The manifest and chunks come from Redis, so they are untrusted: file names
+must be plain names, sizes must add up, and anything else means "no
+snapshot" (the index is then built from the memories instead).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from ferret import keys
+from worker.backends.change_log import Position
+
+logger = logging.getLogger(__name__)
+
+CHUNK_BYTES = 4 * 1024 * 1024
+OLD_GENERATION_TTL = 600
+MAX_SNAPSHOT_BYTES = 8 * 1024**3
+_FILE_NAME = re.compile(r"\.?[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # tantivy's files, ".managed.json" included
+_SKIPPED = {".tantivy-writer.lock", ".tantivy-meta.lock", "ferret-position.json"}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    generation: str
+    position: Position
+    memories: int
+    files: tuple[tuple[str, int], ...]
+    chunks: int
+
+    @property
+    def size(self) -> int:
+        return sum(size for _, size in self.files)
+
+
+def _parse(raw: bytes | str | None) -> Manifest | None:
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+        files = tuple((str(name), int(size)) for name, size in data["files"])
+        manifest = Manifest(str(data["generation"]), Position(int(data["version"]), str(data["entry"])),
+                            int(data["memories"]), files, int(data["chunks"]))
+    except (ValueError, TypeError, KeyError):
+        logger.warning("index snapshot manifest unreadable; ignored")
+        return None
+    sane = (re.fullmatch(r"[0-9a-f]{32}", manifest.generation) and manifest.chunks >= 0
+            and all(_FILE_NAME.fullmatch(name) and size >= 0 for name, size in files)
+            and len({name for name, _ in files}) == len(files) and 0 <= manifest.size <= MAX_SNAPSHOT_BYTES
+            and manifest.chunks == -(-manifest.size // CHUNK_BYTES))
+    if not sane:
+        logger.warning("index snapshot manifest malformed; ignored")
+        return None
+    return manifest
+
+
+def read_manifest(client: redis.Redis, namespace: str) -> Manifest | None:
+    return _parse(client.get(keys.index_snapshot(namespace)))
+
+
+def save(client: redis.Redis, namespace: str, directory: Path, position: Position, memories: int) -> Manifest:
+    """Store the committed index in ``directory`` as the namespace's snapshot."""
+    names = sorted(n for n in os.listdir(directory) if n not in _SKIPPED and (directory / n).is_file())
+    files = tuple((name, (directory / name).stat().st_size) for name in names)
+    generation = uuid.uuid4().hex
+    blob = bytearray()
+    number = 0
+    with client.pipeline(transaction=False) as pipe:
+        for name, _ in files:
+            blob += (directory / name).read_bytes()
+            while len(blob) >= CHUNK_BYTES:
+                pipe.set(keys.index_snapshot_chunk(namespace, generation, number), bytes(blob[:CHUNK_BYTES]))
+                del blob[:CHUNK_BYTES]
+                number += 1
+                pipe.execute()
+        if blob:
+            pipe.set(keys.index_snapshot_chunk(namespace, generation, number), bytes(blob))
+            number += 1
+        pipe.execute()
+    manifest = Manifest(generation, position, memories, files, number)
+    previous = read_manifest(client, namespace)
+    client.set(keys.index_snapshot(namespace), json.dumps({
+        "generation": generation, "version": position.version, "entry": position.entry,
+        "memories": memories, "files": [list(f) for f in files], "chunks": number}))
+    if previous is not None and previous.generation != generation:
+        with client.pipeline(transaction=False) as pipe:
+            for old in range(previous.chunks):
+                pipe.expire(keys.index_snapshot_chunk(namespace, previous.generation, old), OLD_GENERATION_TTL)
+            pipe.execute()
+    return manifest
+
+
+def load(client: redis.Redis, namespace: str, manifest: Manifest, directory: Path) -> bool:
+    """Write the snapshot's files into the empty ``directory``; False if it is incomplete."""
+    stream = _chunks(client, namespace, manifest)
+    buffer = bytearray()
+    for name, size in manifest.files:
+        with open(directory / name, "wb") as out:
+            left = size
+            while left:
+                if not buffer:
+                    chunk = next(stream, None)
+                    if chunk is None:
+                        return False
+                    buffer += chunk
+                piece = buffer[:left]
+                out.write(piece)
+                del buffer[:len(piece)]
+                left -= len(piece)
+    return not buffer and next(stream, None) is None
+
+
+def _chunks(client: redis.Redis, namespace: str, manifest: Manifest):
+    for number in range(manifest.chunks):
+        chunk = client.get(keys.index_snapshot_chunk(namespace, manifest.generation, number))
+        if chunk is None:
+            return
+        yield chunk

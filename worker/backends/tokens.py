@@ -1,0 +1,28 @@
+"""The search tokenizer: words, lower case, English stopwords and question
+words dropped, Snowball-stemmed (PyStemmer). Queries and memories go
+through the same function, so the index sees exactly the query's terms."""
+
+from __future__ import annotations
+
+import threading
+
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN
+
+from ferret.text import AUXILIARIES, EN_QUESTION_WORD_SET, PERFECT, PRONOUNS, TOKEN
+
+STOPWORDS = frozenset(STOPWORDS_EN) | EN_QUESTION_WORD_SET | AUXILIARIES | PRONOUNS | PERFECT | frozenset(
+    "about from with".split())
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def tokenize(text: str) -> list[str]:
+    words = [w for w in TOKEN.findall(text.lower()) if w not in STOPWORDS]
+    return _stemmer().stemWords(words) if words else []
