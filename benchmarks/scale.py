@@ -58,14 +58,15 @@ class Corpus:
         weights = 1.0 / ranks
         self.p = weights / weights.sum()
 
-    def text(self, length: int) -> str:
-        picks = self.rng.choice(VOCABULARY, size=length, p=self.p)
-        return " ".join(self.words[int(i)] for i in picks)
-
-    def memories(self, count: int, prefix: str = "m") -> Iterator[Memory]:
-        for i in range(count):
-            body = self.text(int(self.rng.integers(50, 301)))
-            yield Memory(id=f"{prefix}{i}", content_title=body[:60], content_body=body)
+    def memories(self, count: int, prefix: str = "m", block: int = 2_000) -> Iterator[Memory]:
+        for start in range(0, count, block):
+            lengths = self.rng.integers(50, 301, min(block, count - start))
+            picks = self.rng.choice(VOCABULARY, size=int(lengths.sum()), p=self.p)
+            offset = 0
+            for n, length in enumerate(lengths):
+                body = " ".join(self.words[int(i)] for i in picks[offset:offset + int(length)])
+                offset += int(length)
+                yield Memory(id=f"{prefix}{start + n}", content_title=body[:60], content_body=body)
 
     def query(self) -> str:
         # three mid-frequency words: what a question's content words look like
