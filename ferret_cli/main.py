@@ -88,6 +88,8 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, batch_size: 
         total = writer.count() if isinstance(writer, MemoryStore) else None
         if build_index and total is not None and total > settings.backend.local.inline_build_max:
             from worker.backends.index_builder import build_snapshot
+            from worker.backends.tantivy_index import limit_malloc_arenas
+            limit_malloc_arenas()
             if not quiet:
                 click.echo(f"ingest: building the index snapshot of {total:,} memories", err=True)
             manifest = build_snapshot(client, namespace, settings.backend.local)

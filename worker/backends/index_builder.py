@@ -28,6 +28,7 @@ from ferret.redis_conn import client_for
 from ferret.settings import LocalSettings, load_settings
 from worker.backends import snapshots
 from worker.backends.index_registry import BUILD_LOCK_SECONDS, IndexRegistry
+from worker.backends.tantivy_index import limit_malloc_arenas
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lock-token", required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s index-builder %(message)s")
+    limit_malloc_arenas()
     settings = load_settings()
     if not settings.redis.url:
         logger.error("the builder needs FERRET_REDIS__URL (its worker passes it)")

@@ -259,7 +259,7 @@ class IndexRegistry:
             ids = [k.decode() if isinstance(k, bytes) else str(k) for k in page]
             memories, _ = parse_memories(list(page.values()), ids)
             if memories:
-                index.apply(upserts=memories, commit=False)
+                index.apply(upserts=memories, commit=False, fresh=True)
             if cursor == 0:
                 break
         index.commit()

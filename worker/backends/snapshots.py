@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,20 +81,10 @@ def save(client: redis.Redis, namespace: str, directory: Path, position: Positio
     names = sorted(n for n in os.listdir(directory) if n not in _SKIPPED and (directory / n).is_file())
     files = tuple((name, (directory / name).stat().st_size) for name in names)
     generation = uuid.uuid4().hex
-    blob = bytearray()
     number = 0
-    with client.pipeline(transaction=False) as pipe:
-        for name, _ in files:
-            blob += (directory / name).read_bytes()
-            while len(blob) >= CHUNK_BYTES:
-                pipe.set(keys.index_snapshot_chunk(namespace, generation, number), bytes(blob[:CHUNK_BYTES]))
-                del blob[:CHUNK_BYTES]
-                number += 1
-                pipe.execute()
-        if blob:
-            pipe.set(keys.index_snapshot_chunk(namespace, generation, number), bytes(blob))
-            number += 1
-        pipe.execute()
+    for chunk in _file_chunks(directory, [name for name, _ in files]):
+        client.set(keys.index_snapshot_chunk(namespace, generation, number), chunk)
+        number += 1
     manifest = Manifest(generation, position, memories, files, number)
     previous = read_manifest(client, namespace)
     client.set(keys.index_snapshot(namespace), json.dumps({
@@ -105,6 +96,20 @@ def save(client: redis.Redis, namespace: str, directory: Path, position: Positio
                 pipe.expire(keys.index_snapshot_chunk(namespace, previous.generation, old), OLD_GENERATION_TTL)
             pipe.execute()
     return manifest
+
+
+def _file_chunks(directory: Path, names: list[str]) -> Iterator[bytes]:
+    """The files' bytes, concatenated, in chunks of CHUNK_BYTES, read a chunk at a time."""
+    pending = bytearray()
+    for name in names:
+        with open(directory / name, "rb") as source:
+            while piece := source.read(CHUNK_BYTES - len(pending)):
+                pending += piece
+                if len(pending) == CHUNK_BYTES:
+                    yield bytes(pending)
+                    pending.clear()
+    if pending:
+        yield bytes(pending)
 
 
 def load(client: redis.Redis, namespace: str, manifest: Manifest, directory: Path) -> bool:
@@ -127,7 +132,7 @@ def load(client: redis.Redis, namespace: str, manifest: Manifest, directory: Pat
     return not buffer and next(stream, None) is None
 
 
-def _chunks(client: redis.Redis, namespace: str, manifest: Manifest):
+def _chunks(client: redis.Redis, namespace: str, manifest: Manifest) -> Iterator[bytes]:
     for number in range(manifest.chunks):
         chunk = client.get(keys.index_snapshot_chunk(namespace, manifest.generation, number))
         if chunk is None:

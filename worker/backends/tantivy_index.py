@@ -137,10 +137,12 @@ class MemoryIndex:
         return self._writer
 
     def apply(self, upserts: Iterable[Memory] = (), deletes: Iterable[str] = (), clear: bool = False,
-              commit: bool = True) -> int:
+              commit: bool = True, fresh: bool = False) -> int:
         """Delete and (re)add memories (after deleting all, with ``clear``), then
         commit: searchable when this returns. ``commit=False`` batches writes
-        for a later ``commit()`` (a build)."""
+        for a later ``commit()``; ``fresh``: the memories are not in the index
+        yet (a build), so no delete is queued for them (tantivy holds every
+        queued delete until the commit)."""
         writer = self._writing()
         changed = 0
         if clear:
@@ -149,7 +151,8 @@ class MemoryIndex:
             writer.delete_documents("id", memory_id)
             changed += 1
         for memory in upserts:
-            writer.delete_documents("id", memory.id)
+            if not fresh:
+                writer.delete_documents("id", memory.id)
             writer.add_document(_document(memory))
             changed += 1
         if commit:
@@ -196,9 +199,11 @@ class MemoryIndex:
         scale = sum(self._idf(t) for t in tokens)
         found = self._searcher.search(text, limit, count=False).hits
         pairs = []
+        seen: set[str] = set()
         for score, address in found:
-            if score <= 0:
-                continue
             memory_id = self._searcher.doc(address)["id"][0]
+            if score <= 0 or memory_id in seen:  # (a build's scan may meet a memory twice)
+                continue
+            seen.add(memory_id)
             pairs.append((memory_id, round(min(1.0, score / scale), 6)))
         return sorted(pairs, key=lambda p: -p[1])
