@@ -55,16 +55,29 @@ def parse_memory_lines(lines: Iterable[str]) -> tuple[list[Memory], list[LineErr
     return memories, errors
 
 
-def memory_batches(lines: Iterable[str], size: int) -> Iterator[tuple[list[Memory], list[LineError]]]:
+def decode_line(raw: bytes, encoding: str) -> str:
+    """One line of a file, decoded strictly: undecodable input is refused, never stored mangled."""
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start:exc.start + 1].hex()
+        raise InvalidMemory("line", f"is not valid {encoding} (byte 0x{bad} at byte {exc.start}); if the file "
+                                    "is in another encoding, give it with --encoding") from None
+
+
+def memory_batches(lines: Iterable[str | bytes], size: int, encoding: str = "utf-8"
+                   ) -> Iterator[tuple[list[Memory], list[LineError]]]:
     """The valid memories and the invalid lines, ``size`` lines at a time: a
-    file of any length is read with the memory of one batch."""
+    file of any length is read with the memory of one batch. Lines given as
+    bytes are decoded strictly with ``encoding``."""
     memories: list[Memory] = []
     errors: list[LineError] = []
     seen = 0
     for number, line in enumerate(lines, 1):
         if line.strip():
             try:
-                memories.append(parse_memory(line))
+                text = decode_line(line, encoding) if isinstance(line, bytes) else line
+                memories.append(parse_memory(text))
             except InvalidMemory as exc:
                 errors.append(LineError(number, exc))
             seen += 1

@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RECONNECT_ATTEMPTS = 8  # 0.05 s doubling to 2 s: about 10 s in all
+RECONNECT_SECONDS = 10  # (what a user is told the wait is)
 OUT_OF_MEMORY_PAUSE_CAP_SECONDS = 1.0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ferret.errors import FerretError
+from ferret_cli import exit_codes
 from ferret_cli.options import connected, fail, settings_of
 from producer.batch import run_batch
 from producer.client import Producer
@@ -19,7 +20,7 @@ from producer.client import Producer
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file the results are written to.")
 @click.option("--resume", is_flag=True, help="Keep OUT and re-enqueue only lines with no final result.")
-@click.option("--wait", "wait_seconds", type=float, default=3600.0, show_default=True,
+@click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=3600.0, show_default=True,
               help="Seconds to wait for all results.")
 @click.option("--no-cache", is_flag=True,
               help="Fresh answers: no line reads or writes the retrieval cache (unless its options say so).")
@@ -42,4 +43,6 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
                f"{summary.unfinished} unfinished", err=True)
     click.echo(json.dumps(summary.to_dict()))
     if summary.unfinished:
-        sys.exit(3)
+        sys.exit(exit_codes.NOT_YET)
+    if summary.invalid or summary.by_status.get("failed") or summary.by_status.get("expired"):
+        sys.exit(exit_codes.PARTLY)

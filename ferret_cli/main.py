@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import sys
@@ -10,7 +11,7 @@ import time
 import click
 
 from ferret.contract import parse_request
-from ferret.errors import FerretError
+from ferret.errors import FerretError, InvalidRequest
 from ferret.ingest import memory_batches
 from ferret.settings import load_settings
 from ferret_cli import render
@@ -42,17 +43,19 @@ def cli(ctx: click.Context, config_path: str | None, log_level: str) -> None:
 
 
 @cli.command()
-@click.argument("file", type=click.File("r", encoding="utf-8", errors="replace"))
+@click.argument("file", type=click.File("rb"))
 @namespace_option
 @click.option("--replace", is_flag=True, help="Delete the namespace's memories (and co-retrieval weights) first.")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="The file's text encoding; a line that does not decode is refused, naming the line.")
 @click.option("--batch-size", default=1000, show_default=True, type=click.IntRange(1, 100_000),
               help="Lines read, and memories written, at a time.")
 @click.option("--index/--no-index", "build_index", default=True, show_default=True,
               help="After loading a large namespace (local backend), build its index snapshot.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @click.pass_context
-def ingest(ctx: click.Context, file, namespace: str, replace: bool, batch_size: int, build_index: bool,
-           quiet: bool) -> None:
+def ingest(ctx: click.Context, file, namespace: str, replace: bool, encoding: str, batch_size: int,
+           build_index: bool, quiet: bool) -> None:
     """Load memories from a JSONL FILE (one node per line; '-' for stdin).
 
     Streams: a batch of lines is parsed and stored before the next is read,
@@ -63,8 +66,11 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, batch_size: 
     settings = settings_of(ctx)
     try:
         parse_request({"query": "x", "namespace": namespace}, settings.limits)
+        codecs.lookup(encoding)
     except FerretError as exc:
         fail(exc)
+    except LookupError:
+        fail(InvalidRequest("encoding", f"unknown encoding {encoding!r}"))
     if replace and settings.backend.kind != "local":
         fail(FerretError("--replace clears a local namespace; a Nous server's memories are managed on the server"))
     stored = skipped = 0
@@ -74,7 +80,7 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, batch_size: 
             writer = writer_for(settings, client, namespace)
             if replace and isinstance(writer, MemoryStore):
                 writer.clear()
-            for memories, errors in memory_batches(file, batch_size):
+            for memories, errors in memory_batches(file, batch_size, encoding):
                 stored += writer.upsert(memories)
                 skipped += len(errors)
                 for error in errors:
@@ -107,6 +113,10 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, batch_size: 
 @click.pass_context
 def forget(ctx: click.Context, ids: tuple[str, ...], namespace: str) -> None:
     """Delete memories by id."""
+    try:
+        parse_request({"query": "x", "namespace": namespace}, settings_of(ctx).limits)
+    except FerretError as exc:
+        fail(exc)
     with connected(ctx) as client:
         try:
             removed = writer_for(settings_of(ctx), client, namespace).delete(ids)

@@ -5,34 +5,58 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from ferret.errors import FerretError
 from ferret.json_input import parse_object
 from ferret.redis_conn import client_for, redacted, redis_url
+from ferret.redis_retry import RECONNECT_SECONDS
 from ferret.settings import Settings
+from ferret_cli import exit_codes
 
 
 def settings_of(ctx: click.Context) -> Settings:
     return ctx.find_root().obj["settings"]
 
 
+def _answers_at_once(url: str) -> bool:
+    """One ping, no retries: does Redis answer right now?"""
+    quick = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0))
+    try:
+        return bool(quick.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        quick.close()
+
+
 @contextmanager
 def connected(ctx: click.Context) -> Iterator[redis.Redis]:
+    """A Redis client for the command; every failure to get one is one ``error:``
+    line and its exit code (2 for a bad URL, 3 when Redis does not answer)."""
     settings = settings_of(ctx)
-    with redis_url(settings) as url:
-        client = client_for(url)
-        try:
-            client.ping()
-        except redis.RedisError as exc:
-            raise click.ClickException(f"cannot reach Redis at {redacted(url)}: {exc}") from None
-        try:
-            yield client
-        finally:
-            client.close()
+    try:
+        with redis_url(settings) as url:
+            client = client_for(url)
+            if not _answers_at_once(url):
+                click.echo(f"Redis at {redacted(url)} is not answering; retrying for about "
+                           f"{RECONNECT_SECONDS} s ...", err=True)
+                try:
+                    client.ping()
+                except redis.RedisError as exc:
+                    click.echo(f"error: cannot reach Redis at {redacted(url)}: {exc}", err=True)
+                    sys.exit(exit_codes.UNAVAILABLE)
+            try:
+                yield client
+            finally:
+                client.close()
+    except FerretError as exc:
+        fail(exc)
 
 
 def namespace_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -76,7 +100,8 @@ def build_filters(node_type: str | None, subtype: str | None, lifecycle: str | N
     return data
 
 
-def fail(exc: FerretError) -> None:
+def fail(exc: FerretError) -> NoReturn:
+    """One ``error:`` line, and the exit code of the table in ``exit_codes``."""
     click.echo(f"error: {exc}", err=True)
-    sys.exit(2)
+    sys.exit(exit_codes.for_error(exc))
 

@@ -8,7 +8,7 @@ import sys
 import click
 
 from ferret.errors import FerretError
-from ferret_cli import render
+from ferret_cli import exit_codes, render
 from ferret_cli.options import (
     build_filters,
     connected,
@@ -43,6 +43,9 @@ def worker(ctx: click.Context, queues: str, burst: bool, worker_class: str | Non
                        metrics_port=metrics_port, metrics_host=metrics_host)
     except FerretError as exc:
         fail(exc)
+    except OSError as exc:  # the metrics port is taken, or its address is not ours
+        click.echo(f"error: cannot serve metrics on {metrics_host}:{metrics_port}: {exc.strerror or exc}", err=True)
+        sys.exit(exit_codes.USAGE)
 
 
 @click.command()
@@ -56,7 +59,7 @@ def worker(ctx: click.Context, queues: str, burst: bool, worker_class: str | Non
 @click.option("--rerank", is_flag=True, help="Ask for the LLM re-rank (when switched on in the settings).")
 @click.option("--explicit", is_flag=True, help="An explicit recall: stronger co-retrieval strengthening.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the retrieval cache: a fresh answer.")
-@click.option("--wait", "wait_seconds", type=float, default=10.0, show_default=True,
+@click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Seconds to wait for the result (0: just enqueue).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
@@ -75,18 +78,23 @@ def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id:
                             "recall": "explicit" if explicit else "auto", "cache": not no_cache},
             })
             result = producer.wait(handle, wait_seconds) if wait_seconds > 0 else None
+            serving = producer.workers_serving(handle.queue) if result is None else 1
     except FerretError as exc:
         fail(exc)
     if result is None:
         click.echo(json.dumps({"job_id": handle.job_id, "status": "queued"}) if as_json
                    else f"job {handle.job_id} enqueued on {handle.queue}; no result yet")
-        return
+        if not serving:
+            click.echo(f"no worker is serving queue {handle.queue}: start one with 'ferret worker'; the job "
+                       "waits for it and ends expired once its deadline has passed", err=True)
+        sys.exit(exit_codes.OK if wait_seconds == 0 else exit_codes.NOT_YET)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
-        return
-    click.echo(f"job {result.job_id}")
-    click.echo(render.results_table(result))
-    click.echo(render.stats_block(result))
+    else:
+        click.echo(f"job {result.job_id}")
+        click.echo(render.results_table(result))
+        click.echo(render.stats_block(result))
+    sys.exit(exit_codes.for_status(result.status))
 
 
 @click.command()
@@ -102,14 +110,15 @@ def result(ctx: click.Context, job_id: str, as_json: bool) -> None:
     if found is None:
         click.echo(json.dumps({"job_id": job_id, "status": status}) if as_json
                    else f"job {job_id}: {status}, no result")
-        sys.exit(0 if status != "unknown" else 1)
+        sys.exit(exit_codes.NOT_FOUND if status == "unknown" else exit_codes.NOT_YET)
     if as_json:
         click.echo(found.model_dump_json(indent=2))
-        return
-    click.echo(render.results_table(found))
-    click.echo(render.stats_block(found))
-    if found.context:
-        click.echo("\ncontext:\n" + found.context)
+    else:
+        click.echo(render.results_table(found))
+        click.echo(render.stats_block(found))
+        if found.context:
+            click.echo("\ncontext:\n" + found.context)
+    sys.exit(exit_codes.for_status(found.status))
 
 
 @click.command()

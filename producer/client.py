@@ -11,6 +11,8 @@ enqueued again.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +27,7 @@ from ferret.job_ids import job_id_for
 from ferret.results import ResultStore
 from ferret.settings import Settings
 from ferret.tracing import new_trace_id
-from rq_wing.producer_side import RQQueues
+from rq_wing.producer_side import RQQueues, workers_serving
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,12 @@ class JobHandle:
     trace_id: str
     duplicate: bool = False
     coalesced: bool = False  # joined an identical prefetch request already in flight
+
+
+def _request_digest(request: RetrievalRequest) -> str:
+    """What makes two requests under one request id the same request."""
+    material = request.model_dump(mode="json", include={"query", "filters", "options", "queue"})
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class Producer:
@@ -59,7 +67,12 @@ class Producer:
         raw = self.client.get(keys.request_job(request.namespace, request.request_id or ""))
         if raw is None:
             return None
-        trace_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+        claim = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        trace_id, _, digest = claim.partition(":")
+        if digest and digest != _request_digest(request):
+            raise InvalidRequest("request_id", f"{request.request_id!r} was already used for a different request "
+                                               "(its query, filters or options differ); the same request "
+                                               "again is one job, another one needs a new id")
         # A job RQ ended (failed, stopped, cancelled, even finished) without a Ferret result is lost.
         if self.results.exists(job_id) or self.queues.live(job_id):
             return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
@@ -78,11 +91,12 @@ class Producer:
         if request.request_id is not None:
             claim = keys.request_job(request.namespace, request.request_id)
             ttl = int(deadline + self.settings.service.ttls()[request.queue][0]) + 1
-            if not self.client.set(claim, trace_id, nx=True, ex=ttl):
+            claimed = f"{trace_id}:{_request_digest(request)}"
+            if not self.client.set(claim, claimed, nx=True, ex=ttl):
                 existing = self._existing(request, job_id)
                 if existing is not None:
                     return existing
-                self.client.set(claim, trace_id, ex=ttl)
+                self.client.set(claim, claimed, ex=ttl)
             elif self.results.exists(job_id):  # a final result outlived its claim: it is still the answer
                 return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
         version = int(self.client.get(keys.memory_version(request.namespace)) or 0)
@@ -116,6 +130,10 @@ class Producer:
     def wait(self, job: JobHandle | str, timeout: float) -> RetrievalResult | None:
         """Block (no polling) until the final result exists or ``timeout`` passes."""
         return self.results.wait(job if isinstance(job, str) else job.job_id, timeout)
+
+    def workers_serving(self, queue: str) -> int:
+        """How many workers listen on ``queue`` now (0: a job there waits for one)."""
+        return workers_serving(self.client, queue)
 
     def status(self, job: JobHandle | str) -> str:
         """A final status, or queued / started / deferred / unknown."""

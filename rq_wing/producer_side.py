@@ -50,3 +50,8 @@ class RQQueues:
 def workers_up(client: redis.Redis) -> int:
     """How many RQ workers are registered (alive within their TTL)."""
     return int(Worker.count(connection=client))
+
+
+def workers_serving(client: redis.Redis, queue: str) -> int:
+    """How many registered workers listen on ``queue``."""
+    return sum(1 for worker in Worker.all(connection=client) if queue in worker.queue_names())

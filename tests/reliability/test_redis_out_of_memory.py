@@ -108,7 +108,7 @@ def test_resume_reenqueues_a_request_rq_ended_without_a_ferret_result(tmp_path, 
     source.write_text("\n".join(lines) + "\n")
     first = subprocess.run(_ferret("batch", str(source), "--out", str(out), "--wait", "0.5"), env=env,
                            capture_output=True, text=True, timeout=60)
-    assert first.returncode == 3 and _rows(out) == []  # no worker yet: all unfinished
+    assert first.returncode == 5 and _rows(out) == []  # no worker yet: all unfinished (exit 5: not yet)
     # RQ ended line 3's job as failed (say, a worker died under OOM) and no Ferret result was written.
     lost = job_id_for("sample", derived_request_id("lost", 3, lines[2]))
     queue = Queue("batch", connection=admin)

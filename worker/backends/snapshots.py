@@ -135,6 +135,6 @@ def load(client: redis.Redis, namespace: str, manifest: Manifest, directory: Pat
 def _chunks(client: redis.Redis, namespace: str, manifest: Manifest) -> Iterator[bytes]:
     for number in range(manifest.chunks):
         chunk = client.get(keys.index_snapshot_chunk(namespace, manifest.generation, number))
-        if chunk is None:
+        if not isinstance(chunk, bytes):  # missing (or a client decoding responses: not ours)
             return
         yield chunk

@@ -1,0 +1,35 @@
+"""One table of exit codes, the same for every ``ferret`` command.
+
+| code | meaning |
+|---|---|
+| 0 | done: what was asked happened (a query's answer is ``ok`` or ``partial``) |
+| 1 | done in part: some input lines were invalid, or an answer is ``failed`` or ``expired`` |
+| 2 | bad usage or bad input: an invalid option, namespace, request, file or setting |
+| 3 | unavailable: Redis (or the memory backend) could not be reached |
+| 4 | not found: no job, result or trace under that id |
+| 5 | not yet: no answer within ``--wait`` (the job is still queued or running) |
+"""
+
+from __future__ import annotations
+
+from ferret.errors import BackendError, FerretError, JobNotFound
+
+OK = 0
+PARTLY = 1
+USAGE = 2
+UNAVAILABLE = 3
+NOT_FOUND = 4
+NOT_YET = 5
+
+
+def for_error(exc: FerretError) -> int:
+    if isinstance(exc, JobNotFound):
+        return NOT_FOUND
+    if isinstance(exc, BackendError):
+        return UNAVAILABLE
+    return USAGE
+
+
+def for_status(status: str) -> int:
+    """A final status's exit code: ``ok``/``partial`` answer, ``failed``/``expired`` do not."""
+    return OK if status in ("ok", "partial") else PARTLY
