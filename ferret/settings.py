@@ -255,6 +255,10 @@ def load_settings(
     if file_path:
         raw = _read_yaml(Path(file_path).expanduser())
     raw = _deep_merge(raw, _env_overrides(env))
+    configured = raw.get("redis")
+    if env.get("RQ_REDIS_URL") and not (isinstance(configured, dict) and configured.get("url")):
+        # rq's own variable: a user who exported it for rq's tools means the same Redis
+        raw = _deep_merge(raw, {"redis": {"url": env["RQ_REDIS_URL"]}})
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:

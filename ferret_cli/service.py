@@ -21,26 +21,38 @@ from producer.client import Producer
 
 
 @click.command()
-@click.option("--queues", default="prefetch,batch", show_default=True,
-              help="Comma-separated queues; prefetch is always served before batch.")
+@click.argument("queue_names", nargs=-1, metavar="[QUEUES]...")
+@click.option("--queues", help="Comma-separated queues (the same as QUEUES; default: prefetch and batch). "
+                               "prefetch is always served before batch.")
+@click.option("-u", "--url", help="Redis URL (as rq's -u; default: settings, FERRET_REDIS__URL, RQ_REDIS_URL).")
 @click.option("--burst", is_flag=True, help="Exit when the queues are empty.")
 @click.option("--worker-class", type=click.Choice(["simple", "fork"]),
               help="RQ worker class (default from settings: simple).")
+@click.option("--name", help="The worker's name in RQ's registry (default: RQ's).")
+@click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after this many jobs.")
+@click.option("--max-idle-time", type=click.IntRange(min=1), help="Exit after this many seconds with nothing to do.")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics on this port.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address to serve metrics on.")
 @click.pass_context
-def worker(ctx: click.Context, queues: str, burst: bool, worker_class: str | None,
+def worker(ctx: click.Context, queue_names: tuple[str, ...], queues: str | None, url: str | None, burst: bool,
+           worker_class: str | None, name: str | None, max_jobs: int | None, max_idle_time: int | None,
            metrics_port: int | None, metrics_host: str) -> None:
-    """Run an RQ worker for Ferret's retrieval jobs."""
+    """Run an RQ worker for Ferret's retrieval jobs: ``ferret worker [prefetch] [batch]``."""
     from rq_wing.runner import run_worker
 
+    if url:
+        root = ctx.find_root()
+        root.obj["settings"] = settings_of(ctx).model_copy(
+            update={"redis": settings_of(ctx).redis.model_copy(update={"url": url})})
     settings = settings_of(ctx)
-    names = [q.strip() for q in queues.split(",") if q.strip()]
+    names = list(queue_names) + [q.strip() for q in (queues or "").split(",") if q.strip()]
+    names = names or ["prefetch", "batch"]
     level = ctx.find_root().params.get("log_level", "WARNING").upper()
     try:
         with connected(ctx) as client:
             run_worker(client, settings, names, burst=burst, worker_class=worker_class, log_level=level,
-                       metrics_port=metrics_port, metrics_host=metrics_host)
+                       metrics_port=metrics_port, metrics_host=metrics_host, name=name, max_jobs=max_jobs,
+                       max_idle_time=max_idle_time)
     except FerretError as exc:
         fail(exc)
     except OSError as exc:  # the metrics port is taken, or its address is not ours

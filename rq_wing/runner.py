@@ -234,10 +234,11 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
 
 def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = QUEUES,
                burst: bool = False, worker_class: str | None = None, log_level: str = "WARNING",
-               metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> bool:
+               metrics_port: int | None = None, metrics_host: str = "127.0.0.1", name: str | None = None,
+               max_jobs: int | None = None, max_idle_time: int | None = None) -> bool:
     limit_malloc_arenas()
     metrics = FerretMetrics()
-    worker = build_worker(client, settings, queues, worker_class, metrics=metrics)
+    worker = build_worker(client, settings, queues, worker_class, name=name, metrics=metrics)
     if metrics_port is not None:
         metrics.watch_queues(client)
         index_root = worker.ferret_context.index_root  # type: ignore[attr-defined]
@@ -250,4 +251,5 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
     gc.collect()
     gc.freeze()
     logger.info("starting %s on %s", type(worker).__name__, ",".join(q.name for q in worker.queues))
-    return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
+    return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False, max_jobs=max_jobs,
+                            max_idle_time=max_idle_time))

@@ -116,3 +116,20 @@ def test_a_latin1_file_is_refused_naming_the_line_or_read_with_its_encoding(env,
     assert read.returncode == exit_codes.OK and "stored 2 memories" in read.stdout
     found = _ferret(["run", "café", "-n", "enc2", "--json"], env)
     assert [r["id"] for r in json.loads(found.stdout)["results"]] == ["b"]
+
+
+def test_the_worker_speaks_rq_conventions(env, producer, redis_client, sample_namespace):
+    first = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
+    second = producer.enqueue({"query": "SOL trade", "namespace": sample_namespace, "queue": "batch"})
+    url = env["FERRET_REDIS__URL"]
+    bare = {k: v for k, v in env.items() if k != "FERRET_REDIS__URL"}  # only -u says where Redis is
+    one_job = _ferret(["worker", "batch", "-u", url, "--name", "rq-style", "--max-jobs", "1"], bare, timeout=60)
+    assert one_job.returncode == 0, one_job.stderr
+    assert [producer.result(h) is not None for h in (first, second)] == [True, False]
+    assert producer.result(first).worker is not None
+    started = time.monotonic()
+    idle = _ferret(["worker", "prefetch", "--max-idle-time", "1"], {**bare, "RQ_REDIS_URL": url}, timeout=60)
+    assert idle.returncode == 0 and time.monotonic() - started < 30, idle.stderr
+    assert producer.result(second) is None, "a worker of prefetch only left the batch job alone"
+    found = _ferret(["result", first.job_id], {**bare, "RQ_REDIS_URL": url})
+    assert found.returncode == exit_codes.OK, "RQ_REDIS_URL reached the same Redis"
