@@ -43,16 +43,16 @@ def parse_memory(text: str) -> Memory:
 
 
 def parse_memory_lines(lines: Iterable[str]) -> tuple[list[Memory], list[LineError]]:
+    """Every valid memory and every invalid line of ``lines``, at once."""
     memories: list[Memory] = []
     errors: list[LineError] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            memories.append(parse_memory(line))
-        except InvalidMemory as exc:
-            errors.append(LineError(number, exc))
+    for batch, invalid in memory_batches(lines, ALL_AT_ONCE):
+        memories += batch
+        errors += invalid
     return memories, errors
+
+
+ALL_AT_ONCE = 10**12
 
 
 def decode_line(raw: bytes, encoding: str) -> str:

@@ -12,6 +12,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ferret.contract import parse_request
 from ferret.errors import FerretError
 from ferret.json_input import parse_object
 from ferret.redis_conn import client_for, redacted, redis_url
@@ -59,8 +60,17 @@ def connected(ctx: click.Context) -> Iterator[redis.Redis]:
         fail(exc)
 
 
+def _valid_namespace(ctx: click.Context, _param: click.Parameter, namespace: str) -> str:
+    """A namespace as a request would take it, checked before the command does anything."""
+    try:
+        parse_request({"query": "x", "namespace": namespace}, settings_of(ctx).limits)
+    except FerretError as exc:
+        fail(exc)
+    return namespace
+
+
 def namespace_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--namespace", "-n", default="default", show_default=True,
+    return click.option("--namespace", "-n", default="default", show_default=True, callback=_valid_namespace,
                         help="Memory namespace (tenant).")(func)
 
 

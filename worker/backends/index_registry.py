@@ -352,9 +352,13 @@ class IndexRegistry:
         return True
 
     # -- the memory bound ------------------------------------------------------------------
+    @staticmethod
+    def _held(entry: _Entry) -> int:
+        """What an entry holds: its files and, while open, its writer."""
+        return entry.bytes + (WRITER_BYTES if entry.index is not None and entry.index.writing else 0)
+
     def total_bytes(self) -> int:
-        return sum(e.bytes + (WRITER_BYTES if e.index is not None and e.index.writing else 0)
-                   for e in self._entries.values())
+        return sum(self._held(e) for e in self._entries.values())
 
     def _hold_to_bound(self, keep: str) -> int:
         writing = sorted((e for e in self._entries.values() if e.index is not None and e.index.writing),
@@ -363,12 +367,14 @@ class IndexRegistry:
             assert entry.index is not None
             entry.index.release_writer()
         bound = self.settings.index_memory_mb * 1024 * 1024
+        total = self.total_bytes()
         evicted = 0
         for entry in sorted(self._entries.values(), key=lambda e: e.used):
-            if self.total_bytes() <= bound:
+            if total <= bound:
                 break
             if entry.namespace == keep:
                 continue
+            total -= self._held(entry)
             self._drop(entry.namespace)
             evicted += 1
         self.evictions += evicted
