@@ -42,9 +42,21 @@ class RQQueues:
         return status.decode(errors="replace") if isinstance(status, bytes) else str(status)
 
     def live(self, job_id: str) -> bool:
-        """Whether RQ may still run the job: it exists and has not ended in RQ's sense."""
+        """Whether RQ may still run the job: it exists, has not ended in RQ's sense,
+        and, when it says ``queued``, is still on a queue. A job whose entry left
+        the queue without a worker starting it (a fault between the pop and the
+        start) says ``queued`` for ever and would never run: it is not live."""
         state = self.state(job_id)
-        return state is not None and state not in ENDED_STATES
+        if state is None or state in ENDED_STATES:
+            return False
+        return state != "queued" or self._on_a_queue(job_id)
+
+    def _on_a_queue(self, job_id: str) -> bool:
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue in self._queues.values():
+                pipe.lpos(queue.key, job_id)
+                pipe.lpos(queue.intermediate_queue_key, job_id)
+            return any(position is not None for position in pipe.execute())
 
 
 def workers_up(client: redis.Redis) -> int:

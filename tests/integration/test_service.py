@@ -160,3 +160,16 @@ def test_every_enqueued_request_ends_in_one_final_status(producer, sample_namesp
     assert all(r is not None and r.status in FINAL_STATUSES for r in results)
     assert len({r.job_id for r in results}) == 60
     assert sum(r.status == "ok" for r in results) == 60
+
+
+def test_a_job_whose_entry_left_the_queue_unstarted_is_enqueued_again(producer, sample_namespace, start_workers,
+                                                                      redis_client):
+    request = {"query": "BTC thesis", "namespace": sample_namespace, "request_id": "lost-1", "queue": "batch"}
+    first = producer.enqueue(request)
+    assert redis_client.lrem("rq:queue:batch", 1, first.job_id) == 1  # popped by a worker that never started it
+    assert producer.status(first) == "queued"  # RQ still says so, and would for ever
+    again = producer.enqueue(request)
+    assert again.job_id == first.job_id and not again.duplicate, "enqueued again, not joined"
+    start_workers(1)
+    assert producer.wait(again, 20).status == "ok"
+    assert producer.enqueue(request).duplicate, "with its result there, the same request is one job"
