@@ -8,9 +8,9 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
+from ferret.embedded_redis import EmbeddedRedis
 from ferret.ingest import parse_memory_lines
 from ferret.records import Memory
-from ferret.redis_conn import EmbeddedRedis
 
 
 def percentile(values: list[float], pct: float) -> float:

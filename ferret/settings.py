@@ -91,10 +91,13 @@ class BackendSettings(_Strict):
 
 
 class RedisSettings(_Strict):
-    """``url`` unset means an embedded redis-server under ``embedded_dir``."""
+    """``url`` unset means the shared embedded redis-server of ``embedded_dir``,
+    stopped after ``embedded_idle_seconds`` with no client (0: only by
+    ``ferret redis stop``)."""
 
     url: str | None = None
     embedded_dir: str = "~/.local/share/ferret/redis"
+    embedded_idle_seconds: float = Field(default=900.0, ge=0)
 
 
 class ServiceSettings(_Strict):

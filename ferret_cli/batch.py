@@ -11,8 +11,6 @@ import click
 from ferret.errors import FerretError
 from ferret_cli import exit_codes
 from ferret_cli.options import connected, fail, settings_of
-from producer.batch import run_batch
-from producer.client import Producer
 
 
 @click.command()
@@ -28,6 +26,9 @@ from producer.client import Producer
 def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wait_seconds: float,
           no_cache: bool) -> None:
     """Enqueue every request in INPUT_FILE (JSONL) and collect the results into OUT."""
+    from producer.batch import run_batch
+    from producer.client import Producer
+
     lines = input_file.read_text(encoding="utf-8", errors="replace").splitlines()
     total = sum(1 for line in lines if line.strip())
     try:

@@ -15,17 +15,14 @@ import sys
 import tempfile
 import time
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import click
-import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
-from ferret.ingest import parse_memory_lines
-from ferret.redis_conn import EmbeddedRedis, client_for
-from ferret_cli import render
 from ferret_cli.options import settings_of
-from producer.client import Producer
-from worker.backends.local import MemoryStore
+
+if TYPE_CHECKING:
+    from producer.client import Producer
 
 NAMESPACE = "demo"
 JOBS = (
@@ -59,6 +56,9 @@ def _start_workers(url: str, ports: list[int]) -> list[subprocess.Popen[bytes]]:
 
 def _scrape(ports: list[int]) -> dict[str, float]:
     """Counters summed over the workers' /metrics endpoints."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
     totals: dict[str, float] = {}
     for port in ports:
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
@@ -93,6 +93,12 @@ def _stop(workers: list[subprocess.Popen[bytes]]) -> None:
 @click.pass_context
 def demo(ctx: click.Context, workers: int) -> None:
     """Run the whole service on embedded defaults and show what it does."""
+    from ferret.embedded_redis import EmbeddedRedis
+    from ferret.ingest import parse_memory_lines
+    from ferret.redis_conn import client_for
+    from producer.client import Producer
+    from worker.backends.local import MemoryStore
+
     settings = settings_of(ctx)
     corpus = resources.files("ferret.data").joinpath("sample_memories.jsonl").read_text()
     with tempfile.TemporaryDirectory(prefix="ferret-demo-") as home:
@@ -140,6 +146,8 @@ def _show_metrics(ports: list[int], results) -> None:
 
 
 def _show(producer: Producer, jobs, results, elapsed: float) -> None:
+    from ferret_cli import render
+
     header = f"{'queue':<9} {'status':<8} {'route':<9} {'split':<5} {'retry':>5} {'repl':>5} {'hits':>4}  query"
     click.echo(header)
     for (queue, text), result in zip(jobs, results, strict=False):

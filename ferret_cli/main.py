@@ -10,11 +10,7 @@ import time
 
 import click
 
-from ferret.contract import parse_request
 from ferret.errors import FerretError, InvalidRequest
-from ferret.ingest import memory_batches
-from ferret.settings import load_settings
-from ferret_cli import render
 from ferret_cli.options import (
     build_filters,
     connected,
@@ -23,8 +19,6 @@ from ferret_cli.options import (
     namespace_option,
     settings_of,
 )
-from worker.backends.local import MemoryStore
-from worker.backends.writers import writer_for
 
 
 @click.group()
@@ -35,6 +29,8 @@ from worker.backends.writers import writer_for
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None, log_level: str) -> None:
     """Ferret: retrieval orchestration on Redis and RQ workers."""
+    from ferret.settings import load_settings
+
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         ctx.obj = {"settings": load_settings(config_path)}
@@ -63,6 +59,10 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, encoding: st
     Valid lines are stored even when others are malformed; each malformed
     line is reported, and the exit code is then 1.
     """
+    from ferret.ingest import memory_batches
+    from worker.backends.local import MemoryStore
+    from worker.backends.writers import writer_for
+
     settings = settings_of(ctx)
     try:
         codecs.lookup(encoding)
@@ -110,6 +110,8 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, encoding: st
 @click.pass_context
 def forget(ctx: click.Context, ids: tuple[str, ...], namespace: str) -> None:
     """Delete memories by id."""
+    from worker.backends.writers import writer_for
+
     with connected(ctx) as client:
         try:
             removed = writer_for(settings_of(ctx), client, namespace).delete(ids)
@@ -129,6 +131,8 @@ def forget(ctx: click.Context, ids: tuple[str, ...], namespace: str) -> None:
 def run(ctx: click.Context, query: str, namespace: str, max_results: int | None, deadline: float | None,
         as_json: bool, **filter_args) -> None:
     """Run the pipeline in-process for QUERY and print results, stats and trace."""
+    from ferret.contract import parse_request
+    from ferret_cli import render
     from worker.inprocess import run_in_process
 
     settings = settings_of(ctx)
@@ -152,9 +156,9 @@ def run(ctx: click.Context, query: str, namespace: str, max_results: int | None,
 
 
 def _register() -> None:
-    from ferret_cli import batch, bench, demo, service
+    from ferret_cli import batch, bench, demo, redis_admin, service
 
-    for command in (*service.COMMANDS, batch.batch, demo.demo, bench.bench):
+    for command in (*service.COMMANDS, batch.batch, demo.demo, bench.bench, redis_admin.redis):
         cli.add_command(command)
 
 

@@ -5,20 +5,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from ferret.contract import parse_request
 from ferret.errors import FerretError
-from ferret.json_input import parse_object
-from ferret.redis_conn import client_for, redacted, redis_url
-from ferret.redis_retry import RECONNECT_SECONDS
-from ferret.settings import Settings
 from ferret_cli import exit_codes
+
+if TYPE_CHECKING:  # the rest is imported by the commands that use it: 'ferret --help' stays quick
+    import redis
+
+    from ferret.embedded_redis import SharedRedis
+    from ferret.settings import Settings
 
 
 def settings_of(ctx: click.Context) -> Settings:
@@ -27,6 +25,10 @@ def settings_of(ctx: click.Context) -> Settings:
 
 def _answers_at_once(url: str) -> bool:
     """One ping, no retries: does Redis answer right now?"""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
     quick = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0))
     try:
         return bool(quick.ping())
@@ -36,32 +38,61 @@ def _answers_at_once(url: str) -> bool:
         quick.close()
 
 
+def shared_redis(settings: Settings) -> SharedRedis:
+    from ferret.embedded_redis import SharedRedis
+
+    return SharedRedis(settings.redis.embedded_dir, settings.redis.embedded_idle_seconds)
+
+
+def redis_url(settings: Settings) -> str:
+    """The configured URL, else the shared embedded server's (started, and
+    said so, if it was not running)."""
+    if settings.redis.url:
+        return settings.redis.url
+    shared = shared_redis(settings)
+    if shared.ensure():
+        idle = settings.redis.embedded_idle_seconds
+        until = f"after {idle:g} s with no client or " if idle else ""
+        click.echo(f"started the embedded Redis at {shared.url} (data in {shared.directory}; it stops {until}"
+                   "on 'ferret redis stop')", err=True)
+    return shared.url
+
+
 @contextmanager
 def connected(ctx: click.Context) -> Iterator[redis.Redis]:
     """A Redis client for the command; every failure to get one is one ``error:``
     line and its exit code (2 for a bad URL, 3 when Redis does not answer)."""
+    import redis
+
+    from ferret.redis_conn import client_for, redacted
+    from ferret.redis_retry import RECONNECT_SECONDS
+
     settings = settings_of(ctx)
     try:
-        with redis_url(settings) as url:
-            client = client_for(url)
-            if not _answers_at_once(url):
-                click.echo(f"Redis at {redacted(url)} is not answering; retrying for about "
-                           f"{RECONNECT_SECONDS} s ...", err=True)
-                try:
-                    client.ping()
-                except redis.RedisError as exc:
-                    click.echo(f"error: cannot reach Redis at {redacted(url)}: {exc}", err=True)
-                    sys.exit(exit_codes.UNAVAILABLE)
-            try:
-                yield client
-            finally:
-                client.close()
+        url = redis_url(settings)
+        client = client_for(url)
     except FerretError as exc:
         fail(exc)
+    if not _answers_at_once(url):
+        click.echo(f"Redis at {redacted(url)} is not answering; retrying for about "
+                   f"{RECONNECT_SECONDS} s ...", err=True)
+        try:
+            client.ping()
+        except redis.RedisError as exc:
+            click.echo(f"error: cannot reach Redis at {redacted(url)}: {exc}", err=True)
+            sys.exit(exit_codes.UNAVAILABLE)
+    try:
+        yield client
+    except FerretError as exc:
+        fail(exc)
+    finally:
+        client.close()
 
 
 def _valid_namespace(ctx: click.Context, _param: click.Parameter, namespace: str) -> str:
     """A namespace as a request would take it, checked before the command does anything."""
+    from ferret.contract import parse_request
+
     try:
         parse_request({"query": "x", "namespace": namespace}, settings_of(ctx).limits)
     except FerretError as exc:
@@ -95,6 +126,8 @@ def build_filters(node_type: str | None, subtype: str | None, lifecycle: str | N
                   until: str | None, time_field: str, clusters: tuple[str, ...],
                   filters_json: str | None) -> dict[str, Any]:
     if filters_json:
+        from ferret.json_input import parse_object
+
         return parse_object(filters_json, "filters")
     data: dict[str, Any] = {}
     if node_type:

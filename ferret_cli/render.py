@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ferret.contract import RetrievalResult
+if TYPE_CHECKING:
+    from ferret.contract import RetrievalResult
 
 _BAR_WIDTH = 40
 

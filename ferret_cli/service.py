@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,7 +18,17 @@ from ferret_cli.options import (
     namespace_option,
     settings_of,
 )
-from producer.client import Producer
+
+if TYPE_CHECKING:
+    import redis
+
+    from producer.client import Producer
+
+
+def _producer(ctx: click.Context, client: redis.Redis) -> Producer:
+    from producer.client import Producer  # rq and the producer only for the commands that use them
+
+    return Producer(client, settings_of(ctx))
 
 
 @click.command()
@@ -82,7 +93,7 @@ def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id:
     """Enqueue a retrieval job for TEXT and (by default) wait for its result."""
     try:
         with connected(ctx) as client:
-            producer = Producer(client, settings_of(ctx))
+            producer = _producer(ctx, client)
             handle = producer.enqueue({
                 "query": text, "namespace": namespace, "queue": queue, "request_id": request_id,
                 "deadline_seconds": deadline, "filters": build_filters(**filter_args),
@@ -116,7 +127,7 @@ def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id:
 def result(ctx: click.Context, job_id: str, as_json: bool) -> None:
     """Show the result of JOB_ID (or its current status)."""
     with connected(ctx) as client:
-        producer = Producer(client, settings_of(ctx))
+        producer = _producer(ctx, client)
         found = producer.result(job_id)
         status = found.status if found else producer.status(job_id)
     if found is None:
@@ -141,7 +152,7 @@ def trace(ctx: click.Context, job_id: str, as_json: bool) -> None:
     """Draw the trace of JOB_ID as a waterfall."""
     try:
         with connected(ctx) as client:
-            spans = Producer(client, settings_of(ctx)).trace(job_id)
+            spans = _producer(ctx, client).trace(job_id)
     except FerretError as exc:
         fail(exc)
     click.echo(json.dumps(spans, indent=2) if as_json else render.waterfall(spans))

@@ -16,8 +16,8 @@ import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
 
+from ferret.embedded_redis import redis_server_binary
 from ferret.records import Memory
-from ferret.redis_conn import redis_server_binary
 from worker.fakes.nous_server import FakeNous
 
 hypothesis_settings.register_profile("ferret", deadline=None, derandomize=True, max_examples=150)
@@ -94,6 +94,29 @@ class RedisServer:
     def restart(self) -> None:
         self.stop()
         self.__init__(self.directory)  # type: ignore[misc]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_embedded_server_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Shared embedded servers the CLI started under the tests' temporary
+    directories are stopped at the end of the session."""
+    yield
+    from ferret.embedded_redis import SharedRedis
+
+    for state in tmp_path_factory.getbasetemp().rglob("keeper.json"):
+        SharedRedis(state.parent, 0).stop()
+
+
+@pytest.fixture
+def embedded_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment of a user with no Redis configured: the CLI's shared
+    embedded server in a directory of this test, stopped afterwards."""
+    from ferret.embedded_redis import SharedRedis
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FERRET_", "RQ_"))}
+    directory = tmp_path / "redis"
+    yield {**clean, "PYTHONPATH": str(ROOT), "FERRET_REDIS__EMBEDDED_DIR": str(directory)}
+    SharedRedis(directory, 0).stop()
 
 
 @pytest.fixture(scope="session")

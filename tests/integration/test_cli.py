@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,18 +10,12 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLE
+from tests.conftest import SAMPLE
 
 
 def _ferret(args, env, **kw):
     return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=120, **kw)
-
-
-@pytest.fixture
-def embedded_env(tmp_path):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("FERRET_")}
-    return {**clean, "PYTHONPATH": str(ROOT), "FERRET_REDIS__EMBEDDED_DIR": str(tmp_path / "redis")}
 
 
 def test_ingest_and_run_on_embedded_redis(tmp_path, embedded_env):
