@@ -39,7 +39,7 @@ def measure_lateness(runs: int, deadline: float) -> dict[str, object]:
         env = {**os.environ, "FERRET_REDIS__URL": server.url, "PYTHONPATH": str(ROOT),
                "FERRET_BACKEND__KIND": "nous", "FERRET_BACKEND__NOUS__BASE_URL": fake.base_url,
                "FERRET_BACKEND__NOUS__TIMEOUT_SECONDS": "30"}
-        worker = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker"], env=env)
+        worker = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "-q"], env=env)
         try:
             client = redis.Redis.from_url(server.url)
             while workers_up(client) < 1:

@@ -48,7 +48,7 @@ def _free_port() -> int:
 def _start_workers(url: str, ports: list[int]) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, "FERRET_REDIS__URL": url}
     return [
-        subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "--metrics-port", str(port)],
+        subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "-q", "--metrics-port", str(port)],
                          env=env, stdout=subprocess.DEVNULL)
         for port in ports
     ]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import TYPE_CHECKING
 
 import click
 
-from ferret.errors import FerretError
+from ferret.errors import FerretError, InvalidRequest
 from ferret_cli import exit_codes, render
 from ferret_cli.options import (
     build_filters,
@@ -31,6 +32,26 @@ def _producer(ctx: click.Context, client: redis.Redis) -> Producer:
     return Producer(client, settings_of(ctx))
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _worker_log_levels(ctx: click.Context, explicit: str | None, verbose: bool, quiet: bool) -> tuple[str, str]:
+    """(Ferret's level, RQ's level): the worker's own option, else the
+    group's ``--log-level`` if given, else INFO for Ferret and WARNING for RQ
+    (whose INFO is two lines per job with its arguments)."""
+    root = ctx.find_root()
+    group_level = root.params.get("log_level") if root.get_parameter_source("log_level") \
+        == click.core.ParameterSource.COMMANDLINE else None
+    chosen = (explicit or group_level or "").upper()
+    if chosen:
+        return chosen, chosen
+    if verbose:
+        return "DEBUG", "INFO"
+    if quiet:
+        return "WARNING", "WARNING"
+    return "INFO", "WARNING"
+
+
 @click.command()
 @click.argument("queue_names", nargs=-1, metavar="[QUEUES]...")
 @click.option("--queues", help="Comma-separated queues (the same as QUEUES; default: prefetch and batch). "
@@ -42,12 +63,18 @@ def _producer(ctx: click.Context, client: redis.Redis) -> Producer:
 @click.option("--name", help="The worker's name in RQ's registry (default: RQ's).")
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after this many jobs.")
 @click.option("--max-idle-time", type=click.IntRange(min=1), help="Exit after this many seconds with nothing to do.")
+@click.option("--log-level", "worker_log_level", type=click.Choice(LOG_LEVELS, case_sensitive=False),
+              help="Default INFO: a line when it starts listening and one per finished job (RQ's own "
+                   "messages from WARNING). Also 'ferret --log-level X worker'.")
+@click.option("-v", "--verbose", is_flag=True, help="DEBUG, and RQ's own INFO lines (each job's start and end).")
+@click.option("-q", "--quiet", is_flag=True, help="WARNING: only problems.")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics on this port.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address to serve metrics on.")
 @click.pass_context
 def worker(ctx: click.Context, queue_names: tuple[str, ...], queues: str | None, url: str | None, burst: bool,
            worker_class: str | None, name: str | None, max_jobs: int | None, max_idle_time: int | None,
-           metrics_port: int | None, metrics_host: str) -> None:
+           worker_log_level: str | None, verbose: bool, quiet: bool, metrics_port: int | None,
+           metrics_host: str) -> None:
     """Run an RQ worker for Ferret's retrieval jobs: ``ferret worker [prefetch] [batch]``."""
     from rq_wing.runner import run_worker
 
@@ -58,10 +85,14 @@ def worker(ctx: click.Context, queue_names: tuple[str, ...], queues: str | None,
     settings = settings_of(ctx)
     names = list(queue_names) + [q.strip() for q in (queues or "").split(",") if q.strip()]
     names = names or ["prefetch", "batch"]
-    level = ctx.find_root().params.get("log_level", "WARNING").upper()
+    if verbose and quiet:
+        fail(InvalidRequest("--verbose", "choose one of --verbose and --quiet"))
+    level, rq_level = _worker_log_levels(ctx, worker_log_level, verbose, quiet)
+    logging.getLogger().setLevel(level)
     try:
         with connected(ctx) as client:
             run_worker(client, settings, names, burst=burst, worker_class=worker_class, log_level=level,
+                       rq_log_level=rq_level,
                        metrics_port=metrics_port, metrics_host=metrics_host, name=name, max_jobs=max_jobs,
                        max_idle_time=max_idle_time)
     except FerretError as exc:

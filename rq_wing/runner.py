@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from rq.worker import WorkerStatus
 
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
+from ferret.redis_conn import redacted
 from ferret.settings import Settings
 from rq_wing.bookkeeping import CoalescedBookkeeping, OneTripJobStart
 from rq_wing.entry import report_of
@@ -180,6 +182,17 @@ def _refused(context: WorkerResources, metrics: FerretMetrics, observers: list[O
     after_job(observers, JobReport(result, None))
 
 
+def log_finished(report: JobReport) -> None:
+    """One INFO line per finished job (no query text: that stays in the trace)."""
+    result = report.result
+    times = result.timestamps
+    took = f" in {(times.finished_at - times.started_at) * 1000:.1f} ms" \
+        if times.finished_at is not None and times.started_at is not None else ""
+    error = f": {result.error}" if result.error else ""
+    logger.info("job %s on %s (namespace %s): %s%s, %d result(s)%s", result.job_id, result.queue,
+                result.namespace, result.status, took, len(result.results), error)
+
+
 def _observers(context: WorkerResources, metrics: FerretMetrics) -> list[Observer]:
     """What hears of every finished job: metrics, and co-retrieval strengthening when on."""
     backend, settings = context.settings.backend.kind, context.settings.co_retrieval
@@ -187,7 +200,7 @@ def _observers(context: WorkerResources, metrics: FerretMetrics) -> list[Observe
     def record_metrics(report: JobReport) -> None:
         metrics.record(report.result, backend)
 
-    observers: list[Observer] = [record_metrics]
+    observers: list[Observer] = [record_metrics, log_finished]
     if settings.enabled:
         applier = co_retrieval_applier(context, metrics)
 
@@ -235,7 +248,11 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
 def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = QUEUES,
                burst: bool = False, worker_class: str | None = None, log_level: str = "WARNING",
                metrics_port: int | None = None, metrics_host: str = "127.0.0.1", name: str | None = None,
-               max_jobs: int | None = None, max_idle_time: int | None = None) -> bool:
+               max_jobs: int | None = None, max_idle_time: int | None = None,
+               rq_log_level: str | None = None) -> bool:
+    """Serve ``queues`` until stopped. ``log_level`` is Ferret's (its INFO: a
+    line on start and one per finished job); ``rq_log_level`` is RQ's own
+    (default the same)."""
     limit_malloc_arenas()
     metrics = FerretMetrics()
     worker = build_worker(client, settings, queues, worker_class, name=name, metrics=metrics)
@@ -250,6 +267,16 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
     # the collector's sweeps, which otherwise cost every job (measured ~7%).
     gc.collect()
     gc.freeze()
-    logger.info("starting %s on %s", type(worker).__name__, ",".join(q.name for q in worker.queues))
-    return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False, max_jobs=max_jobs,
-                            max_idle_time=max_idle_time))
+    logger.info("Listening on %s at %s (worker %s, %s, pid %d)", ", ".join(q.name for q in worker.queues),
+                redacted(redis_url_of(client)), worker.name, type(worker).__name__, os.getpid())
+    return bool(worker.work(burst=burst, logging_level=rq_log_level or log_level, with_scheduler=False,
+                            max_jobs=max_jobs, max_idle_time=max_idle_time))
+
+
+def redis_url_of(client: redis.Redis) -> str:
+    """Where ``client`` connects, as a URL (for the start-up line)."""
+    kwargs = client.connection_pool.connection_kwargs
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}"
+    scheme = "rediss" if kwargs.get("ssl") or "SSL" in client.connection_pool.connection_class.__name__ else "redis"
+    return f"{scheme}://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"

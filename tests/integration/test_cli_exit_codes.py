@@ -127,9 +127,27 @@ def test_the_worker_speaks_rq_conventions(env, producer, redis_client, sample_na
     assert one_job.returncode == 0, one_job.stderr
     assert [producer.result(h) is not None for h in (first, second)] == [True, False]
     assert producer.result(first).worker is not None
+    lines = one_job.stderr.splitlines()  # the default level: where it listens, then one line per finished job
+    assert "INFO" in lines[0] and "Listening on batch at redis://127.0.0.1:" in lines[0], lines
+    assert "worker rq-style" in lines[0]
+    assert [line for line in lines[1:] if " INFO " in line] == [
+        line for line in lines if f"job {first.job_id} on batch (namespace sample): ok in " in line], lines
     started = time.monotonic()
     idle = _ferret(["worker", "prefetch", "--max-idle-time", "1"], {**bare, "RQ_REDIS_URL": url}, timeout=60)
     assert idle.returncode == 0 and time.monotonic() - started < 30, idle.stderr
     assert producer.result(second) is None, "a worker of prefetch only left the batch job alone"
     found = _ferret(["result", first.job_id], {**bare, "RQ_REDIS_URL": url})
     assert found.returncode == exit_codes.OK, "RQ_REDIS_URL reached the same Redis"
+
+
+def test_worker_log_levels(env, producer, sample_namespace):
+    handles = [producer.enqueue({"query": q, "namespace": sample_namespace, "queue": "batch"})
+               for q in ("BTC thesis", "SOL trade")]
+    quiet = _ferret(["worker", "batch", "--max-jobs", "1", "-q"], env, timeout=60)
+    assert quiet.returncode == 0 and "INFO" not in quiet.stderr and "DEBUG" not in quiet.stderr, quiet.stderr
+    verbose = _ferret(["worker", "batch", "--max-jobs", "1", "-v"], env, timeout=60)
+    assert verbose.returncode == 0 and " DEBUG " in verbose.stderr, verbose.stderr
+    assert "INFO rq.worker" in verbose.stderr  # RQ's own lines too
+    assert all(producer.result(h) is not None for h in handles)
+    both = _ferret(["worker", "-v", "-q"], env, timeout=60)
+    assert both.returncode == exit_codes.USAGE and both.stderr.startswith("error: --verbose"), both.stderr

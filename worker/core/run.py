@@ -130,7 +130,7 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
         stamps = stamps_of_invalid(payload, job_id, origin)
         result = build_result(ctx, stamps, None, "failed", started_at, tracer.trace_id, error=f"invalid request: {exc}")
         ctx.results.write(result, None)
-        logger.info("job=%s status=failed invalid request: %s", job_id, exc)
+        logger.debug("job=%s status=failed invalid request: %s", job_id, exc)
         return JobReport(result, None)
     request = env.request
     if env.trace_id:
@@ -161,7 +161,7 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
         root.set(status=outcome.status)
     result = write_with_trace(ctx, result, tracer, outcome.cache)
     took = (time.time() - started_at) * 1000
-    logger.info("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
+    logger.debug("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
     return JobReport(result, request)
 
 

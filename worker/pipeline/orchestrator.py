@@ -201,7 +201,7 @@ def _search_one(run: _Run, index: int, query: str, plan: _Plan, parent: str | No
             reformulation = quality_gate.reformulate(query, plan.classification)
             if reformulation is None or not budget.has(MIN_STAGE_SECONDS):
                 break
-            logger.info("stage=quality_gate retrying weak sub-query %d", index)
+            logger.debug("stage=quality_gate retrying weak sub-query %d", index)
             # Bounded inside the sub-query's own task, a little early: a hung retry keeps the first hits.
             extra = run.search(reformulation, plan.limit, run.filters.without_subtype(), NESTED_RESERVE_SECONDS)
             hits = list(quality_gate.merge_by_id(hits, extra))

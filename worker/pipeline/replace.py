@@ -80,7 +80,7 @@ def replace_weak(
         try:
             candidates = search(asked, CANDIDATES)
         except Exception as exc:  # a failed replacement search leaves the hit where it is
-            logger.info("stage=replace replacement search failed: %s", exc)
+            logger.debug("stage=replace replacement search failed: %s", exc)
             continue
         best = _better(candidates, hit, seen)
         if best is not None:
