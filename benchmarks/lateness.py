@@ -48,7 +48,7 @@ def measure_lateness(runs: int, deadline: float) -> dict[str, object]:
             lateness, statuses = [], []
             for _ in range(runs):
                 result = producer.wait(producer.enqueue({"query": QUERY, "deadline_seconds": deadline}), 30)
-                if result is None or result.timestamps.finished_at is None:
+                if result.timestamps.finished_at is None:
                     raise RuntimeError("no finished result within 30 s")
                 statuses.append(result.status)
                 lateness.append((result.timestamps.finished_at - result.timestamps.deadline_at) * 1000)

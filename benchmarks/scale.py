@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import percentile, private_redis, wait_or_kill
+from ferret.errors import ResultTimeout
 from ferret.records import Memory
 from ferret.redis_conn import client_for
 from ferret.settings import load_settings
@@ -107,10 +108,11 @@ def _ask(producer: Producer, query: str, namespace: str, deadline: float = 5.0) 
     started = time.perf_counter()
     handle = producer.enqueue({"query": query, "namespace": namespace, "deadline_seconds": deadline,
                                "options": {"cache": False}})
-    result = producer.wait(handle, deadline + 30)
+    try:
+        result = producer.wait(handle, deadline + 30)
+    except ResultTimeout:
+        return time.perf_counter() - started, "lost", None
     elapsed = time.perf_counter() - started
-    if result is None:
-        return elapsed, "lost", None
     return elapsed, result.status, result.stats.index
 
 

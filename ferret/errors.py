@@ -85,3 +85,14 @@ class StageError(FerretError):
 
 class JobNotFound(FerretError):
     """No job, result or trace exists under the given id."""
+
+
+class ResultTimeout(FerretError, TimeoutError):
+    """No final result within the time the caller would wait (the job may still
+    finish later: ``rq_state`` says where RQ has it)."""
+
+    def __init__(self, job_id: str, timeout: float, rq_state: str | None, workers: int | None = None) -> None:
+        self.job_id, self.timeout, self.rq_state, self.workers = job_id, timeout, rq_state, workers
+        where = f"RQ state {rq_state}" if rq_state else "no RQ job"
+        serving = "; no worker is serving its queue" if workers == 0 else ""
+        super().__init__(f"no final result for job {job_id} after {timeout:g} s ({where}{serving})")

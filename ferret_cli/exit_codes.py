@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from ferret.errors import BackendError, FerretError, JobNotFound
+from ferret.errors import BackendError, FerretError, JobNotFound, ResultTimeout
 
 OK = 0
 PARTLY = 1
@@ -25,6 +25,8 @@ NOT_YET = 5
 def for_error(exc: FerretError) -> int:
     if isinstance(exc, JobNotFound):
         return NOT_FOUND
+    if isinstance(exc, ResultTimeout):
+        return NOT_YET
     if isinstance(exc, BackendError):
         return UNAVAILABLE
     return USAGE

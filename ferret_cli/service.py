@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ferret.errors import FerretError, InvalidRequest
+from ferret.errors import FerretError, InvalidRequest, ResultTimeout
 from ferret_cli import exit_codes, render
 from ferret_cli.options import (
     build_filters,
@@ -102,6 +102,15 @@ def worker(ctx: click.Context, queue_names: tuple[str, ...], queues: str | None,
         sys.exit(exit_codes.USAGE)
 
 
+def _not_yet(queue: str, pending: ResultTimeout, as_json: bool) -> None:
+    state = {"job_id": pending.job_id, "status": None, "rq_state": pending.rq_state}
+    click.echo(json.dumps(state) if as_json else
+               f"job {pending.job_id} enqueued on {queue}; no final result yet (RQ state {pending.rq_state})")
+    if pending.workers == 0:
+        click.echo(f"no worker is serving queue {queue}: start one with 'ferret worker'; the job "
+                   "waits for it and ends expired once its deadline has passed", err=True)
+
+
 @click.command()
 @click.argument("text")
 @namespace_option
@@ -131,17 +140,13 @@ def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id:
                 "options": {"max_results": max_results, "rerank": rerank,
                             "recall": "explicit" if explicit else "auto", "cache": not no_cache},
             })
-            result = producer.wait(handle, wait_seconds) if wait_seconds > 0 else None
-            serving = producer.workers_serving(handle.queue) if result is None else 1
+            try:
+                result = producer.wait(handle, wait_seconds)
+            except ResultTimeout as pending:
+                _not_yet(handle.queue, pending, as_json)
+                sys.exit(exit_codes.OK if wait_seconds == 0 else exit_codes.NOT_YET)
     except FerretError as exc:
         fail(exc)
-    if result is None:
-        click.echo(json.dumps({"job_id": handle.job_id, "status": "queued"}) if as_json
-                   else f"job {handle.job_id} enqueued on {handle.queue}; no result yet")
-        if not serving:
-            click.echo(f"no worker is serving queue {handle.queue}: start one with 'ferret worker'; the job "
-                       "waits for it and ends expired once its deadline has passed", err=True)
-        sys.exit(exit_codes.OK if wait_seconds == 0 else exit_codes.NOT_YET)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -160,11 +165,12 @@ def result(ctx: click.Context, job_id: str, as_json: bool) -> None:
     with connected(ctx) as client:
         producer = _producer(ctx, client)
         found = producer.result(job_id)
-        status = found.status if found else producer.status(job_id)
-    if found is None:
-        click.echo(json.dumps({"job_id": job_id, "status": status}) if as_json
-                   else f"job {job_id}: {status}, no result")
-        sys.exit(exit_codes.NOT_FOUND if status == "unknown" else exit_codes.NOT_YET)
+        if found is None:
+            state = producer.status(job_id)
+            click.echo(json.dumps(state.to_dict()) if as_json else
+                       f"job {job_id}: no final result yet (RQ state {state.rq_state})" if state.known else
+                       f"job {job_id}: unknown (no result and no RQ job: never enqueued, or expired)")
+            sys.exit(exit_codes.NOT_YET if state.known else exit_codes.NOT_FOUND)
     if as_json:
         click.echo(found.model_dump_json(indent=2))
     else:

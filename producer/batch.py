@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ferret.contract import FINAL_STATUSES
-from ferret.errors import InvalidRequest
+from ferret.errors import InvalidRequest, ResultTimeout
 from ferret.json_input import parse_object
 from producer.client import JobHandle, Producer
 
@@ -103,11 +103,13 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                 progress(1)
         deadline = time.monotonic() + wait_seconds
         for number, handle in pending:
-            result = producer.wait(handle, max(0.0, deadline - time.monotonic()))
-            progress(1)
-            if result is None:
+            try:
+                result = producer.wait(handle, max(0.0, deadline - time.monotonic()))
+            except ResultTimeout:
                 summary.unfinished += 1
                 continue
+            finally:
+                progress(1)
             summary.by_status[result.status] += 1
             _write(out, {"line": number, **result.model_dump(mode="json")})
     return summary

@@ -22,7 +22,7 @@ from ferret import keys
 from ferret.cache import answer_fingerprint, cache_key, inflight_key
 from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
 from ferret.envelope import JobEnvelope
-from ferret.errors import InvalidRequest, JobNotFound
+from ferret.errors import InvalidRequest, JobNotFound, ResultTimeout
 from ferret.job_ids import job_id_for
 from ferret.results import ResultStore
 from ferret.settings import Settings
@@ -39,6 +39,25 @@ class JobHandle:
     trace_id: str
     duplicate: bool = False
     coalesced: bool = False  # joined an identical prefetch request already in flight
+
+
+@dataclass(frozen=True)
+class JobState:
+    """Where a job is, as two fields: Ferret's final status (``ok``, ``partial``,
+    ``expired``, ``failed``; None until there is one) and RQ's state of the
+    job (``queued``, ``started``, ``finished``, ``failed``, ...; None when RQ
+    has no job under the id: never enqueued, or its record expired)."""
+
+    job_id: str
+    status: str | None
+    rq_state: str | None
+
+    @property
+    def known(self) -> bool:
+        return self.status is not None or self.rq_state is not None
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"job_id": self.job_id, "status": self.status, "rq_state": self.rq_state}
 
 
 def _request_digest(request: RetrievalRequest) -> str:
@@ -127,21 +146,27 @@ class Producer:
     def result(self, job: JobHandle | str) -> RetrievalResult | None:
         return self.results.read(job if isinstance(job, str) else job.job_id)
 
-    def wait(self, job: JobHandle | str, timeout: float) -> RetrievalResult | None:
-        """Block (no polling) until the final result exists or ``timeout`` passes."""
-        return self.results.wait(job if isinstance(job, str) else job.job_id, timeout)
+    def wait(self, job: JobHandle | str, timeout: float) -> RetrievalResult:
+        """The final result, blocking (no polling) until it exists; ResultTimeout
+        (a TimeoutError, carrying RQ's state of the job) once ``timeout`` passes."""
+        job_id = job if isinstance(job, str) else job.job_id
+        found = self.results.wait(job_id, timeout)
+        if found is None:
+            state = self.queues.state(job_id)
+            origin = job.queue if isinstance(job, JobHandle) else self.queues.origin(job_id)
+            workers = self.workers_serving(origin) if origin else None
+            raise ResultTimeout(job_id, timeout, state, workers)
+        return found
 
     def workers_serving(self, queue: str) -> int:
         """How many workers listen on ``queue`` now (0: a job there waits for one)."""
         return workers_serving(self.client, queue)
 
-    def status(self, job: JobHandle | str) -> str:
-        """A final status, or queued / started / deferred / unknown."""
+    def status(self, job: JobHandle | str) -> JobState:
+        """Ferret's final status and RQ's state of the job, as two fields."""
         job_id = job if isinstance(job, str) else job.job_id
         found = self.results.read(job_id)
-        if found is not None:
-            return found.status
-        return self.queues.state(job_id) or "unknown"
+        return JobState(job_id, found.status if found is not None else None, self.queues.state(job_id))
 
     def trace(self, job: JobHandle | str) -> dict[str, Any]:
         job_id = job if isinstance(job, str) else job.job_id

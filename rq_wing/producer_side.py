@@ -41,6 +41,13 @@ class RQQueues:
             return "unknown" if self.exists(job_id) else None  # a hash with no status: an old or odd one
         return status.decode(errors="replace") if isinstance(status, bytes) else str(status)
 
+    def origin(self, job_id: str) -> str | None:
+        """The queue RQ put the job on, None when there is no job."""
+        origin = self.client.hget(Job.key_for(job_id), "origin")
+        if origin is None:
+            return None
+        return origin.decode(errors="replace") if isinstance(origin, bytes) else str(origin)
+
     def live(self, job_id: str) -> bool:
         """Whether RQ may still run the job: it exists, has not ended in RQ's sense,
         and, when it says ``queued``, is still on a queue. A job whose entry left

@@ -63,6 +63,20 @@ def test_no_worker_serving_the_queue_is_said_in_plain_words(env):
     run = _ferret(["query", "BTC thesis", "--wait", "1"], env)
     assert run.returncode == exit_codes.NOT_YET
     assert "no worker is serving queue prefetch" in run.stderr
+    assert "no final result yet (RQ state queued)" in run.stdout
+
+
+def test_a_job_without_a_result_shows_status_and_rq_state_as_two_fields(env):
+    enqueued = _ferret(["query", "BTC thesis", "--wait", "0", "--json"], env)
+    assert enqueued.returncode == exit_codes.OK
+    shown = json.loads(enqueued.stdout)
+    assert shown["status"] is None and shown["rq_state"] == "queued"
+    found = _ferret(["result", shown["job_id"], "--json"], env)
+    assert found.returncode == exit_codes.NOT_YET
+    assert json.loads(found.stdout) == {"job_id": shown["job_id"], "status": None, "rq_state": "queued"}
+    text = _ferret(["result", shown["job_id"]], env)
+    assert text.stdout.strip() == f"job {shown['job_id']}: no final result yet (RQ state queued)"
+    assert "JobStatus" not in text.stdout + found.stdout
 
 
 def test_final_statuses_give_their_exit_codes(env, start_workers, sample_namespace, tmp_path):

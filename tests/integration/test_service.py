@@ -11,6 +11,8 @@ from rq.serializers import JSONSerializer
 from rq.suspension import resume, suspend
 
 from ferret.contract import FINAL_STATUSES, JOB_FUNCTION
+from ferret.errors import ResultTimeout
+from producer.client import JobState
 from worker.fakes.nous_server import nous_env
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
@@ -29,6 +31,24 @@ def test_enqueue_to_result_with_trace(producer, sample_namespace, start_workers)
     names = [s["name"] for s in trace["spans"]]
     assert {"job", "queue_wait", "pipeline", "search", "search.sub_query", "merge", "result_write"} <= set(names)
     assert all(s["trace_id"] == trace["trace_id"] for s in trace["spans"])
+
+
+def test_wait_raises_a_timeout_error_and_status_has_two_fields(producer, sample_namespace, start_workers):
+    handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
+    started = time.monotonic()
+    with pytest.raises(TimeoutError) as raised:
+        producer.wait(handle, 0.5)
+    assert 0.4 < time.monotonic() - started < 5
+    assert isinstance(raised.value, ResultTimeout)
+    assert (raised.value.job_id, raised.value.rq_state, raised.value.workers) == (handle.job_id, "queued", 0)
+    assert str(raised.value) == (f"no final result for job {handle.job_id} after 0.5 s (RQ state queued; "
+                                 "no worker is serving its queue)")
+    assert producer.status(handle) == JobState(handle.job_id, None, "queued")
+    start_workers(1)
+    assert producer.wait(handle, 20).status == "ok"
+    assert producer.status(handle) == JobState(handle.job_id, "ok", "finished")
+    assert producer.status("fr-0123456789abcdef0123456789abcdef") == \
+        JobState("fr-0123456789abcdef0123456789abcdef", None, None)
 
 
 def test_same_request_id_is_one_job(producer, sample_namespace, start_workers, redis_client):
@@ -167,7 +187,8 @@ def test_a_job_whose_entry_left_the_queue_unstarted_is_enqueued_again(producer, 
     request = {"query": "BTC thesis", "namespace": sample_namespace, "request_id": "lost-1", "queue": "batch"}
     first = producer.enqueue(request)
     assert redis_client.lrem("rq:queue:batch", 1, first.job_id) == 1  # popped by a worker that never started it
-    assert producer.status(first) == "queued"  # RQ still says so, and would for ever
+    assert producer.status(first).rq_state == "queued"  # RQ still says so, and would for ever
+    assert producer.status(first).status is None
     again = producer.enqueue(request)
     assert again.job_id == first.job_id and not again.duplicate, "enqueued again, not joined"
     start_workers(1)
