@@ -10,11 +10,22 @@ silently dropped.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+from pydantic_settings.sources.utils import parse_env_vars
 
 from ferret.errors import ConfigError
 
@@ -199,7 +210,15 @@ class CoRetrievalSettings(_Strict):
     timeout_seconds: float = Field(2.0, gt=0, le=60)  # nous: per HTTP call
 
 
-class Settings(_Strict):
+class Settings(BaseSettings):
+    """Every setting. Sources, later wins: the defaults here, the YAML file,
+    ``FERRET_`` environment variables (``RQ_REDIS_URL`` for ``redis.url``
+    when nothing else names one). ``load_settings`` picks the file and the
+    environment; ``Settings()`` reads os.environ and no file."""
+
+    model_config = SettingsConfigDict(extra="forbid", frozen=True, env_prefix=ENV_PREFIX,
+                                      env_nested_delimiter="__", case_sensitive=False)
+
     pipeline: PipelineSettings = PipelineSettings()
     backend: BackendSettings = BackendSettings()
     redis: RedisSettings = RedisSettings()
@@ -209,63 +228,81 @@ class Settings(_Strict):
     rerank: RerankSettings = RerankSettings()
     co_retrieval: CoRetrievalSettings = CoRetrievalSettings()
 
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        environ, file_path = _SOURCES.get((os.environ, None))
+        yaml_source = (_yaml_file(file_path),) if file_path is not None else ()
+        return (init_settings, _Environment(settings_cls, environ), *yaml_source, _RqRedisUrl(settings_cls, environ))
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+
+class _Environment(EnvSettingsSource):
+    """``FERRET_<SECTION>__<KEY>`` variables of a given environment (os.environ
+    by default); a FERRET_ variable that names no setting is an error."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        sections = set(self.settings_cls.model_fields)
+        for name in self._environ:
+            if not name.upper().startswith(ENV_PREFIX) or name.upper() == ENV_CONFIG_FILE:
+                continue
+            path = name[len(ENV_PREFIX):].lower().split("__")
+            if len(path) < 2 or path[0] not in sections:
+                raise ConfigError(f"environment variable {name}: expected FERRET_<SECTION>__<KEY> with SECTION one "
+                                  f"of {', '.join(sorted(sections))}")
+        values = parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+        return {name: None if value == "" else value for name, value in values.items()}
+
+
+class _RqRedisUrl(PydanticBaseSettingsSource):
+    """rq's own ``RQ_REDIS_URL``: a user who exported it for rq's tools means
+    the same Redis (the lowest source: any other ``redis.url`` wins)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        self._url = environ.get("RQ_REDIS_URL")
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return {"redis": {"url": self._url}} if self._url else {}
+
+
+def _yaml_file(path: Path) -> YamlConfigSettingsSource:
+    """The YAML source, after checking what it would skip: a missing file, or
+    one that does not hold a mapping."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read settings file {path}: {exc}") from exc
-    if not isinstance(data, dict):
+    if data is not None and not isinstance(data, dict):
         raise ConfigError(f"settings file {path} must hold a mapping at the top")
-    return data
+    return YamlConfigSettingsSource(Settings, yaml_file=path)
 
 
-def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
-    """Turn FERRET_A__B__C=value into {"a": {"b": {"c": value}}}."""
-    tree: dict[str, Any] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX) or name == ENV_CONFIG_FILE:
-            continue
-        path = name[len(ENV_PREFIX):].lower().split("__")
-        if len(path) < 2:
-            raise ConfigError(
-                f"environment variable {name}: expected FERRET_<SECTION>__<KEY>"
-            )
-        node = tree
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-        node[path[-1]] = yaml.safe_load(value) if value != "" else None
-    return tree
-
-
-def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+_SOURCES: ContextVar[tuple[Mapping[str, str], Path | None]] = ContextVar("ferret_settings_sources")
 
 
 def load_settings(
-    path: str | Path | None = None, environ: dict[str, str] | None = None
+    path: str | Path | None = None, environ: Mapping[str, str] | None = None
 ) -> Settings:
     """Load and validate settings; raise ConfigError naming the bad key."""
-    env = dict(os.environ if environ is None else environ)
-    raw: dict[str, Any] = {}
+    env = os.environ if environ is None else environ
     file_path = path or env.get(ENV_CONFIG_FILE)
-    if file_path:
-        raw = _read_yaml(Path(file_path).expanduser())
-    raw = _deep_merge(raw, _env_overrides(env))
-    configured = raw.get("redis")
-    if env.get("RQ_REDIS_URL") and not (isinstance(configured, dict) and configured.get("url")):
-        # rq's own variable: a user who exported it for rq's tools means the same Redis
-        raw = _deep_merge(raw, {"redis": {"url": env["RQ_REDIS_URL"]}})
+    token = _SOURCES.set((env, Path(file_path).expanduser() if file_path else None))
     try:
-        return Settings.model_validate(raw)
+        return Settings()
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
         raise ConfigError(f"invalid settings: {problems}") from exc
+    finally:
+        _SOURCES.reset(token)

@@ -38,3 +38,39 @@ def test_unknown_yaml_key_is_an_error(tmp_path):
     path.write_text("pipeline:\n  max_resultz: 7\n")
     with pytest.raises(ConfigError, match="max_resultz"):
         load_settings(path, environ={})
+
+
+def test_rq_redis_url_is_the_lowest_source(tmp_path):
+    assert load_settings(environ={"RQ_REDIS_URL": "redis://rq:1/0"}).redis.url == "redis://rq:1/0"
+    both = {"RQ_REDIS_URL": "redis://rq:1/0", "FERRET_REDIS__URL": "redis://ferret:2/0"}
+    assert load_settings(environ=both).redis.url == "redis://ferret:2/0"
+    path = tmp_path / "ferret.yaml"
+    path.write_text("redis:\n  url: redis://file:3/0\n")
+    assert load_settings(path, environ={"RQ_REDIS_URL": "redis://rq:1/0"}).redis.url == "redis://file:3/0"
+
+
+def test_environment_values_are_typed_and_an_empty_one_is_unset():
+    settings = load_settings(environ={
+        "FERRET_CACHE__ENABLED": "false", "FERRET_PIPELINE__QUALITY_THRESHOLD": "0.3",
+        "FERRET_BACKEND__NOUS__NAMESPACES": '{"alice": "http://a:1/v1"}', "FERRET_BACKEND__NOUS__API_KEY": "",
+        "ferret_pipeline__max_results": "12"})
+    assert settings.cache.enabled is False and settings.pipeline.quality_threshold == 0.3
+    assert settings.backend.nous.namespaces == {"alice": "http://a:1/v1"}
+    assert settings.backend.nous.api_key is None and settings.pipeline.max_results == 12
+
+
+@pytest.mark.parametrize(("content", "needle"), [(None, "cannot read settings file"),
+                                                 ("- a\n- b\n", "must hold a mapping"),
+                                                 ("pipeline: [\n", "cannot read settings file")])
+def test_a_settings_file_that_cannot_be_used_is_an_error(tmp_path, content, needle):
+    path = tmp_path / "ferret.yaml"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError, match=needle):
+        load_settings(path, environ={})
+
+
+def test_ferret_config_names_the_file(tmp_path):
+    path = tmp_path / "ferret.yaml"
+    path.write_text("pipeline:\n  max_results: 7\n")
+    assert load_settings(environ={"FERRET_CONFIG": str(path)}).pipeline.max_results == 7
