@@ -26,6 +26,7 @@ from ferret_cli.options import connected, fail, settings_of
 def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wait_seconds: float,
           no_cache: bool) -> None:
     """Enqueue every request in INPUT_FILE (JSONL) and collect the results into OUT."""
+    from ferret_cli.render import BatchProgressBars
     from producer.batch import run_batch
     from producer.client import Producer
 
@@ -34,9 +35,9 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
     try:
         with connected(ctx) as client:
             producer = Producer(client, settings_of(ctx))
-            with click.progressbar(length=total, label="batch", file=sys.stderr) as bar:
+            with BatchProgressBars(total) as bars:
                 summary = run_batch(producer, lines, out_path, resume=resume, prefix=input_file.stem,
-                                    wait_seconds=wait_seconds, cache=not no_cache, progress=bar.update)
+                                    wait_seconds=wait_seconds, cache=not no_cache, progress=bars)
     except FerretError as exc:
         fail(exc)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.by_status.items())) or "none"

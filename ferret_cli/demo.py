@@ -22,7 +22,8 @@ import click
 from ferret_cli.options import settings_of
 
 if TYPE_CHECKING:
-    from producer.client import Producer
+    from ferret.contract import RetrievalResult
+    from producer.client import JobHandle, Producer
 
 NAMESPACE = "demo"
 JOBS = (
@@ -117,7 +118,7 @@ def demo(ctx: click.Context, workers: int) -> None:
             handles = [producer.enqueue({"query": q, "namespace": NAMESPACE, "queue": queue})
                        for queue, q in JOBS]
             click.echo(f"sent {len(handles)} jobs to {workers} workers\n")
-            results = [producer.wait(h, 30.0) for h in handles]
+            results = [_answer(producer, h) for h in handles]
             elapsed = time.monotonic() - started
             _show(producer, JOBS, results, elapsed)
             time.sleep(0.2)  # workers record metrics right after writing each result
@@ -145,27 +146,38 @@ def _show_metrics(ports: list[int], results) -> None:
         click.echo(f"{name:<40} {totals.get(name, 0.0):>8.0f} {expected:>8.0f}")
 
 
+def _answer(producer: Producer, handle: JobHandle) -> RetrievalResult | None:
+    from ferret.errors import ResultTimeout
+
+    try:
+        return producer.wait(handle, 30.0)
+    except ResultTimeout:
+        return None
+
+
 def _show(producer: Producer, jobs, results, elapsed: float) -> None:
+    from rich.table import Table
+
     from ferret_cli import render
 
-    header = f"{'queue':<9} {'status':<8} {'route':<9} {'split':<5} {'retry':>5} {'repl':>5} {'hits':>4}  query"
-    click.echo(header)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name, justify in (("queue", "left"), ("status", "left"), ("route", "left"), ("split", "left"),
+                          ("retry", "right"), ("repl", "right"), ("hits", "right"), ("query", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for (queue, text), result in zip(jobs, results, strict=False):
         if result is None:
-            click.echo(f"{queue:<9} {'timeout':<8}  {text}")
+            table.add_row(queue, "timeout", "", "", "", "", "", text)
             continue
         s = result.stats
-        click.echo(f"{queue:<9} {result.status:<8} {s.route or '-':<9} "
-                   f"{'yes' if s.was_decomposed else 'no':<5} {s.retries or 0:>5} "
-                   f"{s.replacements_successful or 0}/{s.replacements_attempted or 0:>3} "
-                   f"{len(result.results):>4}  {text}")
+        table.add_row(queue, result.status, s.route or "-", "yes" if s.was_decomposed else "no", str(s.retries or 0),
+                      f"{s.replacements_successful or 0}/{s.replacements_attempted or 0}", str(len(result.results)),
+                      text)
+    render.show(table)
     click.echo(f"\nall {len(jobs)} jobs answered in {elapsed:.2f}s")
     first = results[0]
     if first is not None:
         click.echo(f"\n--- {jobs[0][1]}\n")
-        click.echo(render.results_table(first))
-        click.echo()
-        click.echo(render.stats_block(first))
+        render.show(render.results_table(first), "", render.stats_block(first))
         click.echo("\ncontext to inject:\n" + first.context)
         click.echo()
-        click.echo(render.waterfall(producer.trace(first.job_id)))
+        render.show(render.waterfall(producer.trace(first.job_id)))

@@ -148,11 +148,7 @@ def run(ctx: click.Context, query: str, namespace: str, max_results: int | None,
     if as_json:
         click.echo(json.dumps({**result.model_dump(mode="json"), "trace": trace}, indent=2))
         return
-    click.echo(render.results_table(result))
-    click.echo()
-    click.echo(render.stats_block(result))
-    click.echo()
-    click.echo(render.waterfall(trace))
+    render.show(render.results_table(result), "", render.stats_block(result), "", render.waterfall(trace))
 
 
 def _register() -> None:

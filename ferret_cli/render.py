@@ -1,51 +1,77 @@
-"""Readable terminal output: result tables, stats and trace waterfalls."""
+"""Readable terminal output with rich: result tables, stats, trace waterfalls
+and the batch progress. Renderables here; ``show`` prints them."""
 
 from __future__ import annotations
 
+import os
+import sys
+from collections import Counter
 from typing import TYPE_CHECKING, Any
+
+from rich.bar import Bar
+from rich.console import Console, RenderableType
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from ferret.contract import RetrievalResult
 
 _BAR_WIDTH = 40
+_PIPE_WIDTH = 140  # columns when the output is not a terminal (a pipe, a file, a test)
 
 
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+def console(stderr: bool = False) -> Console:
+    """A console on stdout (or stderr): colours on a terminal only (and not
+    with NO_COLOR), a fixed width into pipes so nothing is cut there."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() or os.environ.get("COLUMNS") else _PIPE_WIDTH
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
 
 
-def results_table(result: RetrievalResult) -> str:
-    lines = [f"{'#':>2}  {'score':>6}  {'orig':>6}  {'section':<10}  {'sq':>2}  title"]
+def show(*renderables: RenderableType) -> None:
+    out = console()
+    for renderable in renderables:
+        out.print(renderable)
+
+
+def results_table(result: RetrievalResult) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("orig", justify="right")
+    table.add_column("section")
+    table.add_column("sq", justify="right")
+    table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=70)
     for rank, item in enumerate(result.results, 1):
-        lines.append(
-            f"{rank:>2}  {item.score:6.3f}  {item.original_score:6.3f}  {item.section:<10}  "
-            f"{item.sub_query:>2}  {_clip(item.title or item.preview, 60)}"
-        )
+        table.add_row(str(rank), f"{item.score:.3f}", f"{item.original_score:.3f}", item.section,
+                      str(item.sub_query), " ".join((item.title or item.preview).split()))
     if not result.results:
-        lines.append("   (no results)")
-    return "\n".join(lines)
+        table.add_row("", "", "", "", "", "(no results)")
+    return table
 
 
-def stats_block(result: RetrievalResult) -> str:
+def stats_block(result: RetrievalResult) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column(overflow="fold")
+    status = Text(result.status, style="green" if result.status in ("ok", "partial") else "red")
+    if result.error:
+        status.append(f"  error: {result.error}", style="red")
+    grid.add_row("status", status)
     s = result.stats
     if not s.to_json():
-        return f"status: {result.status}" + (f"  error: {result.error}" if result.error else "")
-    lines = [
-        f"status: {result.status}" + (f"  error: {result.error}" if result.error else ""),
-        f"route: {s.route} (complexity {s.complexity_score})  type: {s.query_type}"
-        f"  disqualifiers: {','.join(s.disqualifiers or []) or '-'}"
-        f"  intents: {','.join(s.intents or []) or '-'}",
-        f"decomposed: {s.was_decomposed} ({s.decomposition_strategy})"
-        f"  sub-queries: {' | '.join(s.sub_queries or [])}",
-        f"retries: {s.retries}  replacements: {s.replacements_successful}"
-        f"/{s.replacements_attempted}  cache hit: {bool(s.cache_hit)}"
-        f"  re-rank: {s.rerank or 'off'}  context tokens: {s.context_tokens}",
-        "stage ms: " + "  ".join(f"{k} {v:.2f}" for k, v in (s.stage_ms or {}).items()),
-    ]
+        return grid
+    grid.add_row("route", f"{s.route} (complexity {s.complexity_score})  type: {s.query_type}  disqualifiers: "
+                 f"{','.join(s.disqualifiers or []) or '-'}  intents: {','.join(s.intents or []) or '-'}")
+    grid.add_row("decomposed", f"{s.was_decomposed} ({s.decomposition_strategy})  sub-queries: "
+                 f"{' | '.join(s.sub_queries or [])}")
+    grid.add_row("retries", f"{s.retries}  replacements: {s.replacements_successful}/{s.replacements_attempted}"
+                 f"  cache hit: {bool(s.cache_hit)}  re-rank: {s.rerank or 'off'}  context tokens: {s.context_tokens}")
+    grid.add_row("stage ms", "  ".join(f"{k} {v:.2f}" for k, v in (s.stage_ms or {}).items()))
     if s.skipped_stages:
-        lines.append(f"skipped: {', '.join(s.skipped_stages)}")
-    return "\n".join(lines)
+        grid.add_row("skipped", ", ".join(s.skipped_stages))
+    return grid
 
 
 def _depths(spans: list[dict[str, Any]]) -> dict[str, int]:
@@ -61,23 +87,65 @@ def _depths(spans: list[dict[str, Any]]) -> dict[str, int]:
     return depths
 
 
-def waterfall(trace: dict[str, Any]) -> str:
-    """One line per span: indented name, duration, and a bar on a shared time axis."""
+def waterfall(trace: dict[str, Any]) -> RenderableType:
+    """One row per span: indented name, duration, and a bar on a shared time axis."""
     spans = sorted(trace.get("spans", []), key=lambda s: (s["start_time_unix_nano"], -s["end_time_unix_nano"]))
     if not spans:
-        return "(empty trace)"
+        return Text("(empty trace)")
     start = min(s["start_time_unix_nano"] for s in spans)
-    end = max(s["end_time_unix_nano"] for s in spans)
-    total = max(end - start, 1)
+    total = max(max(s["end_time_unix_nano"] for s in spans) - start, 1)
     depths = _depths(spans)
-    lines = [f"trace {trace.get('trace_id')}  total {total / 1e6:.2f} ms"]
+    table = Table(box=None, pad_edge=False, show_header=False,
+                  title=f"trace {trace.get('trace_id')}  total {total / 1e6:.2f} ms", title_justify="left")
+    table.add_column("span", no_wrap=True)
+    table.add_column("ms", justify="right", no_wrap=True)
+    table.add_column("timeline", width=_BAR_WIDTH, no_wrap=True)
+    table.add_column("flag", no_wrap=True)
     for span in spans:
-        offset = int((span["start_time_unix_nano"] - start) / total * _BAR_WIDTH)
-        width = max(1, int((span["end_time_unix_nano"] - span["start_time_unix_nano"]) / total * _BAR_WIDTH))
-        bar = " " * offset + "█" * min(width, _BAR_WIDTH - offset)
-        name = "  " * depths[span["span_id"]] + span["name"]
         extra = span.get("attributes", {}).get("index")
-        label = f"{name}[{extra}]" if extra is not None else name
-        flag = " !" if span.get("status") == "ERROR" else ""
-        lines.append(f"{label:<28} {span['duration_ms']:>9.2f} ms |{bar:<{_BAR_WIDTH}}|{flag}")
-    return "\n".join(lines)
+        name = "  " * depths[span["span_id"]] + span["name"] + (f"[{extra}]" if extra is not None else "")
+        failed = span.get("status") == "ERROR"
+        bar = Bar(total, span["start_time_unix_nano"] - start, span["end_time_unix_nano"] - start,
+                  width=_BAR_WIDTH, color="red" if failed else "cyan")
+        table.add_row(name, f"{span['duration_ms']:.2f} ms", bar, "!" if failed else "")
+    return table
+
+
+class BatchProgressBars:
+    """``ferret batch``'s two phases as rich progress bars on stderr: the
+    lines enqueued, then the results collected with counts by status."""
+
+    def __init__(self, lines: int) -> None:
+        self.progress = Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[statuses]}"),
+                                 console=console(stderr=True))
+        self.enqueue = self.progress.add_task("enqueue", total=lines, statuses="")
+        self.results = self.progress.add_task("results", total=None, statuses="", start=False)
+        self.statuses: Counter[str] = Counter()
+
+    def __enter__(self) -> BatchProgressBars:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.progress.stop()
+
+    def line_done(self) -> None:
+        self.progress.advance(self.enqueue)
+
+    def waiting_for(self, jobs: int) -> None:
+        self.progress.update(self.results, total=jobs)
+        self.progress.start_task(self.results)
+
+    def collected(self, status: str | None) -> None:
+        self.statuses[status or "unfinished"] += 1
+        shown = "  ".join(f"{name} {count}" for name, count in sorted(self.statuses.items()))
+        self.progress.update(self.results, advance=1, statuses=shown)
+
+
+def to_text(renderable: RenderableType, width: int = _PIPE_WIDTH) -> str:
+    """What ``show`` prints into a pipe, as a string (for tests and logs)."""
+    out = Console(width=width, highlight=False, soft_wrap=False, color_system=None, force_terminal=False)
+    with out.capture() as captured:
+        out.print(renderable)
+    return captured.get()

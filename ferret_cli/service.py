@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ferret.errors import FerretError, InvalidRequest, ResultTimeout
-from ferret_cli import exit_codes, render
+from ferret_cli import exit_codes
 from ferret_cli.options import (
     build_filters,
     connected,
@@ -150,9 +150,10 @@ def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id:
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
+        from ferret_cli import render
+
         click.echo(f"job {result.job_id}")
-        click.echo(render.results_table(result))
-        click.echo(render.stats_block(result))
+        render.show(render.results_table(result), render.stats_block(result))
     sys.exit(exit_codes.for_status(result.status))
 
 
@@ -174,8 +175,9 @@ def result(ctx: click.Context, job_id: str, as_json: bool) -> None:
     if as_json:
         click.echo(found.model_dump_json(indent=2))
     else:
-        click.echo(render.results_table(found))
-        click.echo(render.stats_block(found))
+        from ferret_cli import render
+
+        render.show(render.results_table(found), render.stats_block(found))
         if found.context:
             click.echo("\ncontext:\n" + found.context)
     sys.exit(exit_codes.for_status(found.status))
@@ -192,7 +194,12 @@ def trace(ctx: click.Context, job_id: str, as_json: bool) -> None:
             spans = _producer(ctx, client).trace(job_id)
     except FerretError as exc:
         fail(exc)
-    click.echo(json.dumps(spans, indent=2) if as_json else render.waterfall(spans))
+    if as_json:
+        click.echo(json.dumps(spans, indent=2))
+    else:
+        from ferret_cli import render
+
+        render.show(render.waterfall(spans))
 
 
 COMMANDS = (worker, query, result, trace)

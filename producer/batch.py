@@ -14,10 +14,10 @@ import hashlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from ferret.contract import FINAL_STATUSES
 from ferret.errors import InvalidRequest, ResultTimeout
@@ -75,10 +75,33 @@ def _write(out: IO[str], row: dict[str, Any]) -> None:
     out.flush()
 
 
+class BatchProgress(Protocol):
+    """What a batch reports as it goes: the enqueue phase (one call per line),
+    then the wait phase (its size, then one call per result or give-up)."""
+
+    def line_done(self) -> None: ...
+
+    def waiting_for(self, jobs: int) -> None: ...
+
+    def collected(self, status: str | None) -> None: ...  # None: no final result in time
+
+
+class NoProgress:
+    def line_done(self) -> None:
+        pass
+
+    def waiting_for(self, jobs: int) -> None:
+        pass
+
+    def collected(self, status: str | None) -> None:
+        pass
+
+
 def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resume: bool = False,
               prefix: str = "batch", wait_seconds: float = 3600.0, cache: bool = True,
-              progress: Callable[[int], None] = lambda n: None) -> BatchSummary:
+              progress: BatchProgress | None = None) -> BatchSummary:
     """Enqueue every line, then write each final result as it is read."""
+    progress = progress or NoProgress()
     summary = BatchSummary()
     done = done_request_ids(out_path) if resume else set()
     pending: list[tuple[int, JobHandle]] = []
@@ -91,25 +114,25 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                 request = _request_of(line, number, prefix, cache)
                 if request["request_id"] in done:
                     summary.skipped_done += 1
-                    progress(1)
-                    continue
-                pending.append((number, producer.enqueue(request)))
-                summary.enqueued += 1
+                else:
+                    pending.append((number, producer.enqueue(request)))
+                    summary.enqueued += 1
             except InvalidRequest as exc:
                 summary.invalid += 1
                 summary.by_status["failed"] += 1
                 _write(out, {"line": number, "request_id": derived_request_id(prefix, number, line),
                              "status": "failed", "error": f"invalid request: {exc}"})
-                progress(1)
+            progress.line_done()
+        progress.waiting_for(len(pending))
         deadline = time.monotonic() + wait_seconds
         for number, handle in pending:
             try:
                 result = producer.wait(handle, max(0.0, deadline - time.monotonic()))
             except ResultTimeout:
                 summary.unfinished += 1
+                progress.collected(None)
                 continue
-            finally:
-                progress(1)
+            progress.collected(result.status)
             summary.by_status[result.status] += 1
             _write(out, {"line": number, **result.model_dump(mode="json")})
     return summary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -90,6 +91,10 @@ def test_batch_resumes_after_the_producer_is_killed(tmp_path, env, sample_namesp
     assert sum(r["status"] == "ok" for r in rows) == 300
     assert next(r for r in rows if r["status"] == "failed")["error"].startswith("invalid request: query")
     assert summary["skipped_done"] == written_before
+    # progress on stderr, both phases: every line through enqueue, every enqueued job's result by status
+    assert re.search(r"enqueue\s.*\b301/301\b", resumed.stderr), resumed.stderr
+    collected = re.search(r"results\s.*\b(\d+)/(\d+)\b.*\bok (\d+)", resumed.stderr)
+    assert collected and collected.group(1) == collected.group(2) == collected.group(3) == str(summary["enqueued"])
 
 
 def test_no_cache_on_query_and_batch(tmp_path, env, sample_namespace, start_workers):
