@@ -111,6 +111,17 @@ class RedisSettings(_Strict):
     embedded_idle_seconds: float = Field(default=900.0, ge=0)
 
 
+class TracingSettings(_Strict):
+    """Where spans go besides Redis: with ``otlp_endpoint`` set (an OTLP/HTTP
+    traces URL such as ``http://localhost:4318/v1/traces``: Jaeger, Grafana
+    Tempo, an OpenTelemetry Collector) each worker also exports every job's
+    spans there, in the background (needs the ``otlp`` extra)."""
+
+    otlp_endpoint: str | None = None
+    otlp_timeout_seconds: float = Field(5.0, gt=0, le=60)
+    service_name: str = Field("ferret-worker", min_length=1, max_length=200)
+
+
 class ServiceSettings(_Strict):
     """Queue service: deadlines, TTLs, worker behaviour (seconds)."""
 
@@ -227,6 +238,7 @@ class Settings(BaseSettings):
     cache: CacheSettings = CacheSettings()
     rerank: RerankSettings = RerankSettings()
     co_retrieval: CoRetrievalSettings = CoRetrievalSettings()
+    tracing: TracingSettings = TracingSettings()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

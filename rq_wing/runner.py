@@ -140,7 +140,9 @@ class _Observed:
         if result is None:
             result = lost_result(self.ferret_context, payload, job.id, job.origin,
                                  "work horse died while running the job")
-        return JobReport(result, request_of(payload, self.ferret_context.settings.limits))
+        trace = self.ferret_context.results.trace(result.trace_id) \
+            if result.trace_id and self.ferret_context.settings.tracing.otlp_endpoint else None
+        return JobReport(result, request_of(payload, self.ferret_context.settings.limits), trace)
 
 
 class ObservedSimpleWorker(_Observed, OneTripJobStart, CoalescedBookkeeping, SimpleWorker):
@@ -193,14 +195,19 @@ def log_finished(report: JobReport) -> None:
                 result.namespace, result.status, took, len(result.results), error)
 
 
-def _observers(context: WorkerResources, metrics: FerretMetrics) -> list[Observer]:
-    """What hears of every finished job: metrics, and co-retrieval strengthening when on."""
+def _observers(context: WorkerResources, metrics: FerretMetrics, worker_name: str | None) -> list[Observer]:
+    """What hears of every finished job: metrics, the log line, the spans to
+    OTLP when configured, and co-retrieval strengthening when on."""
     backend, settings = context.settings.backend.kind, context.settings.co_retrieval
 
     def record_metrics(report: JobReport) -> None:
         metrics.record(report.result, backend)
 
     observers: list[Observer] = [record_metrics, log_finished]
+    if context.settings.tracing.otlp_endpoint:
+        from worker.span_export import SpanExport
+
+        observers.append(SpanExport(context.settings.tracing, worker_name))
     if settings.enabled:
         applier = co_retrieval_applier(context, metrics)
 
@@ -225,7 +232,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = build_resources(settings, client)
     metrics = metrics or FerretMetrics()
-    observers = _observers(context, metrics)
+    observers = _observers(context, metrics, name)
 
     def on_refused(refusal: Refusal) -> None:
         _refused(context, metrics, observers, refusal)
@@ -269,8 +276,14 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
     gc.freeze()
     logger.info("Listening on %s at %s (worker %s, %s, pid %d)", ", ".join(q.name for q in worker.queues),
                 redacted(redis_url_of(client)), worker.name, type(worker).__name__, os.getpid())
-    return bool(worker.work(burst=burst, logging_level=rq_log_level or log_level, with_scheduler=False,
-                            max_jobs=max_jobs, max_idle_time=max_idle_time))
+    try:
+        return bool(worker.work(burst=burst, logging_level=rq_log_level or log_level, with_scheduler=False,
+                                max_jobs=max_jobs, max_idle_time=max_idle_time))
+    finally:
+        for observer in worker.ferret_observers:  # type: ignore[attr-defined]
+            shutdown = getattr(observer, "shutdown", None)
+            if shutdown is not None:
+                shutdown()  # queued spans go out before the worker exits
 
 
 def redis_url_of(client: redis.Redis) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ferret.contract import RetrievalRequest, RetrievalResult
 
@@ -15,6 +16,7 @@ logger = logging.getLogger(__name__)
 class JobReport:
     result: RetrievalResult  # as stored: the one final result of the job
     request: RetrievalRequest | None  # None when the payload carried no valid request
+    trace: dict[str, Any] | None = None  # the trace as stored with the result, when the job wrote one
 
 
 Observer = Callable[[JobReport], None]

@@ -103,7 +103,7 @@ def refused_result(ctx: WorkerResources, job_id: str, queue: str, reason: str, m
 
 
 def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: SpanCollector,
-                     cache: tuple[str, bytes, int] | None) -> RetrievalResult:
+                     cache: tuple[str, bytes, int] | None) -> tuple[RetrievalResult, dict[str, Any]]:
     """Write the result and its trace. A trace id is one job's: when the
     payload named one another job's trace already holds, the trace (and the
     result's pointer to it) move to a fresh id instead of overwriting it."""
@@ -111,7 +111,7 @@ def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: Span
         trace = {"trace_id": tracer.trace_id, "job_id": result.job_id,
                  "spans": [s.to_dict() for s in tracer.spans], "dropped_spans": tracer.dropped}
         if ctx.results.write(result, trace, cache) is not WriteOutcome.TRACE_TAKEN:
-            return result
+            return result, trace
         logger.warning("job=%s trace id %s belongs to another job; using a new one", result.job_id, tracer.trace_id)
         tracer.trace_id = new_trace_id()
         for span in tracer.spans:

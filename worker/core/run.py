@@ -159,9 +159,9 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
                              **fields)
             result = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
-    result = write_with_trace(ctx, result, tracer, outcome.cache)
+    result, trace = write_with_trace(ctx, result, tracer, outcome.cache)
     took = (time.time() - started_at) * 1000
     logger.debug("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
-    return JobReport(result, request)
+    return JobReport(result, request, trace)
 
 
