@@ -39,6 +39,7 @@ class JobHandle:
     trace_id: str
     duplicate: bool = False
     coalesced: bool = False  # joined an identical prefetch request already in flight
+    deadline_at: float | None = None  # epoch seconds; known for a job this call enqueued
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,8 @@ class Producer:
         self.queues.enqueue(request.queue, envelope.to_payload(), job_id,
                             timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
                             result_ttl=self.settings.service.ttls()[request.queue][0])
-        return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id)
+        return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
+                         deadline_at=envelope.deadline_at)
 
     def _coalesce(self, request: RetrievalRequest, job_id: str, version: int, deadline: float) -> JobHandle | None:
         """The handle of an identical prefetch job still in flight, if any; else claim the slot."""

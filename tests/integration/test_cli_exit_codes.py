@@ -64,6 +64,9 @@ def test_no_worker_serving_the_queue_is_said_in_plain_words(env):
     assert run.returncode == exit_codes.NOT_YET
     assert "no worker is serving queue prefetch" in run.stderr
     assert "no final result yet (RQ state queued)" in run.stdout
+    late = _ferret(["query", "SOL trade", "--deadline", "0.2", "--wait", "1"], env)
+    assert "its deadline passed" in late.stderr and "ends expired" in late.stderr, late.stderr
+    assert "deadline passed" not in run.stderr  # the prefetch default, 5 s, had not passed after 1 s
 
 
 def test_a_job_without_a_result_shows_status_and_rq_state_as_two_fields(env):

@@ -23,8 +23,8 @@ def _ferret(args, env, timeout=120):
 
 
 def _worker(env, *args):
-    return subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "-q", *args], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _socket(env) -> Path:

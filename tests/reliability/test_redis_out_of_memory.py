@@ -65,8 +65,9 @@ def test_a_batch_rides_out_redis_out_of_memory(tmp_path, own_redis):
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps({"query": f"BTC thesis {i}", "namespace": "sample"}) + "\n"
                               for i in range(2000)))
-    workers = [subprocess.Popen(_ferret("worker", "--worker-class", kind), env=env, stderr=subprocess.PIPE)
-               for kind in ("simple", "fork")]
+    logs = [tmp_path / f"{kind}.log" for kind in ("simple", "fork")]  # files: a worker logs a line a job, and a
+    workers = [subprocess.Popen(_ferret("worker", "--worker-class", kind), env=env,  # pipe nobody reads fills up
+                                stderr=log.open("wb")) for kind, log in zip(("simple", "fork"), logs, strict=True)]
     batch = subprocess.Popen(_ferret("batch", str(source), "--out", str(out), "--wait", "200"), env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -93,8 +94,8 @@ def test_a_batch_rides_out_redis_out_of_memory(tmp_path, own_redis):
         _stop(workers)
     # Each met the full Redis (a job start is a write), said so once per process (a forking
     # worker's work horse is a process of its own) and once when it ended, and carried on.
-    for kind, process in zip(("simple", "fork"), workers, strict=True):
-        log = process.stderr.read().decode()
+    for kind, path in zip(("simple", "fork"), logs, strict=True):
+        log = path.read_text()
         full, room = log.count("is out of memory"), log.count("has room again")
         assert full == room and (full == 1 if kind == "simple" else 1 <= full <= 2), log[-3000:]
         assert "Traceback" not in log, log[-3000:]
