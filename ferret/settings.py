@@ -54,6 +54,15 @@ class PipelineSettings(_Strict):
     intent_boost: float = Field(1.3, ge=1.0, le=5.0)
     max_context_tokens: int = Field(4000, ge=50, le=200_000)
     moderate_depth_factor: float = Field(1.5, ge=1.0, le=4.0)
+    # Seed 000: messages with nothing to search get an ``ok`` result without a search (case and punctuation
+    # aside), and a leading timestamp is stripped before retrieval.
+    trivial_messages: tuple[str, ...] = (
+        "ok", "okay", "k", "kk", "thanks", "thank you", "thx", "ty", "cool", "nice", "great", "got it", "sure",
+        "yes", "no", "yep", "nope", "lol", "hmm", "alright", "all right", "good", "perfect",
+        "merci", "d'accord", "oui", "non", "parfait", "gracias", "vale", "sí", "si", "perfecto",
+        "danke", "ja", "nein", "gut", "alles klar",
+    )
+    strip_timestamps: bool = True
 
 
 class NousSettings(_Strict):

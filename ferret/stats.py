@@ -23,7 +23,11 @@ class JobStats(BaseModel):
 
     # The plan (classify, decompose, complexity).
     complexity_score: float | None = None
-    route: str | None = None
+    route: str | None = None  # SIMPLE | MODERATE | COMPLEX | AMBIGUOUS | TRIVIAL
+    complexity_factors: dict[str, float] | None = None  # query_type, entity_count, subquestion_count, ...
+    complexity_override: str | None = None  # meta | ambiguous
+    trivial: str | None = None  # empty | trivial: a message with nothing to search got no search
+    timestamp_stripped: bool | None = None  # a leading timestamp was stripped before retrieval
     query_type: str | None = None
     disqualifiers: list[str] | None = None
     intents: list[str] | None = None

@@ -39,6 +39,7 @@ from worker.pipeline.merge import merge_and_select
 from worker.pipeline.parallel import TimedOut, call_with_timeout, run_parallel
 from worker.pipeline.replace import replace_weak
 from worker.pipeline.rerank import Reranking, blend
+from worker.pipeline.trivial import Prepared, prepare
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,10 @@ RERANK_RESERVE_SECONDS = 0.1
 class PipelineStats:
     complexity_score: float = 0.0
     route: str = Route.SIMPLE.value
+    complexity_factors: dict[str, float] = field(default_factory=dict)  # each factor of the score, in [0, 1]
+    complexity_override: str | None = None  # meta | ambiguous: an override raised the score
+    trivial: str | None = None  # empty | trivial: nothing to search, so no search ran
+    timestamp_stripped: bool | None = None  # a leading timestamp was taken off before retrieval
     query_type: str = ""
     disqualifiers: list[str] = field(default_factory=list)
     intents: list[str] = field(default_factory=list)
@@ -173,13 +178,17 @@ def _plan(run: _Run, use_remote_classifier: bool) -> _Plan:
         span.set(parts=len(decomposition.parts), strategy=decomposition.strategy)
     run.timed("decompose", span)
     with run.tracer.span("complexity") as span:
-        complexity = evaluate_complexity(classification, len(decomposition.parts))
-        span.set(score=complexity.score, route=complexity.route.value)
+        complexity = evaluate_complexity(classification, len(decomposition.parts), run.query)
+        span.set(score=complexity.score, route=complexity.route.value, formula_score=complexity.formula_score,
+                 override=complexity.override or "none",
+                 **{f"factor.{name}": round(value, 4) for name, value in complexity.factors.items()})
     run.timed("complexity", span)
     factor = 1.0 if complexity.route is Route.SIMPLE else run.settings.moderate_depth_factor
     limit = round(run.settings.search_limit_per_query * factor)
     stats = run.stats
     stats.complexity_score, stats.route = complexity.score, complexity.route.value
+    stats.complexity_factors = {name: round(value, 4) for name, value in complexity.factors.items()}
+    stats.complexity_override = complexity.override
     stats.query_type = classification.query_type.value
     stats.disqualifiers = list(classification.disqualifiers)
     stats.intents = [s.value for s in classification.intents]
@@ -350,8 +359,13 @@ def run_pipeline(
     """
     if max_results is not None:
         settings = settings.model_copy(update={"max_results": max_results})
+    prepared = prepare(query, settings.trivial_messages, settings.strip_timestamps)
+    if prepared.skip is not None:
+        return _nothing_to_search(prepared, tracer or NoopTracer())
+    query = prepared.query
     run = _Run(query, backend, settings, filters, budget or Budget(), tracer or NoopTracer(), record_query,
                reranking)
+    run.stats.timestamp_stripped = bool(prepared.stripped) or None
     if not settings.enabled:
         return _single_search(run)
     try:
@@ -366,6 +380,16 @@ def run_pipeline(
     except BackendError as exc:
         exc.calls = run.backend.settle()
         raise
+
+
+def _nothing_to_search(prepared: Prepared, tracer: Tracer) -> PipelineResult:
+    """A trivial message or a bare timestamp: an answer with no results and no search."""
+    with tracer.span("trivial", reason=prepared.skip or ""):
+        stats = PipelineStats(route=Route.TRIVIAL.value, trivial=prepared.skip,
+                              timestamp_stripped=bool(prepared.stripped) or None,
+                              skipped_stages=["classify", "decompose", "complexity", "search", "merge", "replace",
+                                              "format"])
+    return PipelineResult((), "", stats, partial=False, sub_queries=())
 
 
 def _orchestrate(run: _Run, use_remote_classifier: bool, rerank: bool) -> PipelineResult:

@@ -32,3 +32,32 @@ def test_converging_signals_are_moderate():
 def test_low_confidence_ramp():
     assert evaluate_complexity(_classification(confidence=0.2), 1).factors["low_confidence"] == pytest.approx(1.0)
     assert evaluate_complexity(_classification(confidence=0.6), 1).factors["low_confidence"] == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("query", ["how many documents are in the database?", "combien de documents ?",
+                                   "list all docs", "wie viele Dokumente habe ich?", "¿cuántos recuerdos hay?"])
+def test_a_question_about_the_store_is_raised_to_075(query):
+    result = evaluate_complexity(_classification(QueryType.FACTUAL, [], 0, 0.9), 1, query)
+    assert result.formula_score < 0.35 and result.score == 0.75
+    assert (result.route, result.override) == (Route.COMPLEX, "meta")
+
+
+@pytest.mark.parametrize("query", ["huh?", "which one?? the long??", "either the ETH long or the SOL short",
+                                   "soit le long soit le short, lequel a marché ?",
+                                   "entweder der Long oder der Short, was lief besser?"])
+def test_an_ambiguous_message_is_raised_to_065_and_routed_ambiguous(query):
+    result = evaluate_complexity(_classification(QueryType.FACTUAL, [], 0, 0.9), 1, query)
+    assert result.score == 0.65 and (result.route, result.override) == (Route.AMBIGUOUS, "ambiguous")
+
+
+@pytest.mark.parametrize("query", ["how many BTC trades did I lose last month?",
+                                   "What lessons did I learn about stops after the Fed held rates?"])
+def test_ordinary_questions_get_no_override(query):
+    result = evaluate_complexity(_classification(QueryType.FACTUAL, [], 0, 0.9), 1, query)
+    assert result.override is None and result.score == result.formula_score and result.route is Route.SIMPLE
+
+
+def test_an_override_never_lowers_a_score():
+    strong = _classification(QueryType.COMPARATIVE, ["A", "B", "C", "D"], 4, 0.2)
+    result = evaluate_complexity(strong, 4, "huh?")
+    assert result.score == result.formula_score == 1.0 and result.route is Route.AMBIGUOUS

@@ -153,3 +153,34 @@ def test_query_text_not_recorded_when_disallowed():
 def test_max_results_option():
     backend = ScriptedBackend(default=[_hit(f"n{i}", 0.9 - i * 0.01) for i in range(20)])
     assert len(run_pipeline("BTC", backend, SETTINGS, max_results=3).hits) == 3
+
+
+@pytest.mark.parametrize(("message", "reason"), [("ok", "trivial"), ("Thanks!", "trivial"),
+                                                 ("[2026-11-23 14:05]", "empty")])
+def test_a_message_with_nothing_to_search_is_not_searched(message, reason):
+    backend, tracer = ScriptedBackend(default=[_hit("a", 0.8)]), SpanCollector()
+    result = run_pipeline(message, backend, SETTINGS, tracer=tracer)
+    assert backend.calls == [] and result.hits == () and not result.partial
+    assert (result.stats.route, result.stats.trivial) == ("TRIVIAL", reason)
+    assert [s.name for s in tracer.spans] == ["trivial"]
+
+
+def test_a_leading_timestamp_is_not_searched():
+    backend = ScriptedBackend(default=[_hit("a", 0.8)])
+    result = run_pipeline("[14:05:22] funding squeeze playbook", backend, SETTINGS)
+    assert [call[0] for call in backend.calls] == ["funding squeeze playbook"]
+    assert result.stats.timestamp_stripped is True
+
+
+def test_each_factor_and_the_override_are_in_the_stats_and_the_trace():
+    tracer = SpanCollector()
+    result = run_pipeline("how many documents are in the database?", ScriptedBackend(default=[_hit("a", 0.8)]),
+                          SETTINGS, tracer=tracer)
+    stats = result.stats
+    assert set(stats.complexity_factors) == {"query_type", "entity_count", "subquestion_count", "keyword_matches",
+                                             "low_confidence"}
+    assert (stats.complexity_score, stats.complexity_override, stats.route) == (0.75, "meta", "COMPLEX")
+    span = next(s for s in tracer.spans if s.name == "complexity")
+    assert span.attributes["override"] == "meta" and span.attributes["score"] == 0.75
+    assert span.attributes["formula_score"] < 0.35
+    assert {k for k in span.attributes if k.startswith("factor.")} == {f"factor.{k}" for k in stats.complexity_factors}
