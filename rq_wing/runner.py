@@ -24,7 +24,7 @@ import redis
 from prometheus_client import start_http_server
 from rq import Queue, SimpleWorker, Worker
 from rq.exceptions import StopRequested
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from rq.utils import now as utc_now
 from rq.worker import WorkerStatus
@@ -105,12 +105,33 @@ class _Observed:
     def execute_job(self, job: Job, queue: Queue) -> Any:
         job.ferret_resources = self.ferret_context  # type: ignore[attr-defined]  # what the job runs with
         self.ferret_metrics.busy.set(1)
+        stopped_before_its_end = False
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]
+        except StopRequested:
+            stopped_before_its_end = not self.ferret_context.results.exists(job.id)
+            if stopped_before_its_end:
+                self._put_back_if_not_started(job, queue)
+            raise
         finally:
             self.ferret_metrics.busy.set(0)
-            with self._stop_deferred():
-                self._record(job)
+            if not stopped_before_its_end:
+                with self._stop_deferred():
+                    self._record(job)
+
+    def _put_back_if_not_started(self, job: Job, queue: Queue) -> None:
+        """A SIGTERM that lands while the worker is still idle in RQ's eyes
+        (between taking a job off the queue and its start transaction) stops
+        the worker there. The job did not run: it goes back to the front of
+        its queue, for this worker's successor. One whose start went through
+        is the reaper's (its worker is gone: it runs again)."""
+        if job.get_status(refresh=True) != JobStatus.QUEUED:
+            return
+        with self.ferret_context.client.pipeline() as pipeline:
+            pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
+            pipeline.lpush(queue.key, job.id)
+            pipeline.execute()
+        logger.warning("job=%s stopped before it started; back on %s", job.id, queue.name)
 
     @contextmanager
     def _stop_deferred(self) -> Iterator[None]:

@@ -145,6 +145,7 @@ def test_a_batch_survives_sigterm_to_the_worker_that_started_the_server(tmp_path
         stdout, stderr = batch.communicate(timeout=180)
     finally:
         _stop(second)
-    assert batch.returncode == exit_codes.OK, stderr[-2000:]
+    failed = [json.loads(line) for line in out.read_text().splitlines() if '"ok"' not in line]
+    assert batch.returncode == exit_codes.OK, (stderr[-2000:], [(r.get("status"), r.get("error")) for r in failed])
     assert "Traceback" not in stderr
     assert json.loads(stdout.strip().splitlines()[-1])["by_status"] == {"ok": 400}

@@ -72,3 +72,29 @@ def test_killed_work_horse_ends_failed_at_once(producer, start_workers, redis_cl
     result = producer.wait(handle, 20)
     assert result is not None and result.status == "failed" and "work horse died" in result.error
     assert parent.poll() is None, "the worker itself survives"
+
+
+def test_a_stop_between_dequeue_and_start_puts_the_job_back(producer, redis_client, settings, sample_namespace):
+    """SIGTERM at an idle-looking worker raises StopRequested wherever it is; between taking a job
+    off the queue and its start transaction that is before the job ran: it must not end failed."""
+    from rq import Queue
+    from rq.exceptions import StopRequested
+    from rq.serializers import JSONSerializer
+
+    from rq_wing.runner import build_worker
+
+    handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
+    for worker_class in ("simple", "fork"):
+        worker = build_worker(redis_client, settings, ["batch"], worker_class)
+
+        def stopped(*_args, **_kwargs):
+            raise StopRequested()  # what RQ's handler raises at a worker that is not yet busy
+
+        worker.prepare_execution = stopped  # type: ignore[method-assign]
+        worker.work(burst=True)
+        assert producer.result(handle) is None, f"{worker_class}: a job that never ran has no result"
+        queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+        assert queue.job_ids == [handle.job_id], f"{worker_class}: back on its queue"
+        assert redis_client.llen(queue.intermediate_queue_key) == 0
+    build_worker(redis_client, settings, ["batch"]).work(burst=True)
+    assert producer.wait(handle, 10).status == "ok"
