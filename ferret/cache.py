@@ -55,6 +55,7 @@ def cache_key(request: RetrievalRequest, backend: str, memory_version: int, fing
         normalise(request.query), request.namespace,
         request.filters.model_dump(mode="json", exclude_none=True),
         request.options.model_dump(mode="json"), backend, memory_version, fingerprint,
+        *([[turn.model_dump(mode="json") for turn in request.history]] if request.history else []),
     ], sort_keys=True, separators=(",", ":"))
     return keys.cached(request.namespace, hashlib.sha256(material.encode()).hexdigest()[:40])
 

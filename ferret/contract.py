@@ -39,6 +39,27 @@ class RetrievalOptions(BaseModel):
     cache: bool = True  # false: neither read nor write the retrieval cache, nor join an identical job in flight
 
 
+def _clean_text(value: str) -> str:
+    if _BAD_CONTROL.search(value):
+        raise ValueError("must not contain NUL or control characters")
+    return encodable_text(value)
+
+
+class Turn(BaseModel):
+    """One earlier message of the conversation (``history``): a plain string
+    is a user's message."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["user", "assistant"] = "user"
+    content: str
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        return _clean_text(value)
+
+
 class RetrievalRequest(BaseModel):
     """What a producer asks for. ``deadline_seconds`` is relative to enqueue."""
 
@@ -51,15 +72,22 @@ class RetrievalRequest(BaseModel):
     queue: Queue = "prefetch"
     deadline_seconds: float | None = Field(None, gt=0)
     options: RetrievalOptions = RetrievalOptions()
+    # The last turns of the conversation, oldest first: "it", "the other one" in the query are resolved from them.
+    history: tuple[Turn, ...] = ()
 
     @field_validator("query")
     @classmethod
     def _query_text(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be empty")
-        if _BAD_CONTROL.search(value):
-            raise ValueError("must not contain NUL or control characters")
-        return encodable_text(value)
+        return _clean_text(value)
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def _turns(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [{"content": turn} if isinstance(turn, str) else turn for turn in value]
+        return value
 
     @field_validator("namespace")
     @classmethod
@@ -94,6 +122,12 @@ def _check_limits(request: RetrievalRequest, limits: LimitSettings) -> None:
         raise InvalidRequest("request_id", f"is longer than {limits.max_request_id_chars} characters")
     if request.deadline_seconds is not None and request.deadline_seconds > limits.max_deadline_seconds:
         raise InvalidRequest("deadline_seconds", f"must be at most {limits.max_deadline_seconds:g}")
+    if len(request.history) > limits.max_history_turns:
+        raise InvalidRequest("history", f"has {len(request.history)} turns, the limit is {limits.max_history_turns}")
+    for number, turn in enumerate(request.history):
+        if len(turn.content) > limits.max_history_turn_chars:
+            raise InvalidRequest(f"history.{number}.content", f"is {len(turn.content)} characters, the limit is "
+                                 f"{limits.max_history_turn_chars}")
     wanted = request.options.max_results
     if wanted is not None and wanted > limits.max_results:
         raise InvalidRequest("options.max_results", f"must be at most {limits.max_results}")
@@ -104,7 +138,8 @@ def parse_request(data: Any, limits: LimitSettings) -> RetrievalRequest:
     if isinstance(data, RetrievalRequest):
         request = data
     else:
-        if isinstance(data, (str, bytes)) and len(data) > 4 * limits.max_query_chars + 65_536:
+        text_limit = limits.max_query_chars + limits.max_history_turns * limits.max_history_turn_chars
+        if isinstance(data, (str, bytes)) and len(data) > 4 * text_limit + 65_536:
             raise InvalidRequest("request", "payload is too large")
         try:
             if isinstance(data, (str, bytes)):

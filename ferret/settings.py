@@ -165,6 +165,8 @@ class LimitSettings(_Strict):
     """Input and output limits, all enforced at the producer and the worker."""
 
     max_query_chars: int = Field(8000, ge=1, le=1_000_000)
+    max_history_turns: int = Field(10, ge=0, le=100)
+    max_history_turn_chars: int = Field(4000, ge=1, le=1_000_000)
     max_namespace_chars: int = Field(64, ge=1, le=256)
     max_request_id_chars: int = Field(128, ge=1, le=512)
     max_results: int = Field(100, ge=1, le=1000)

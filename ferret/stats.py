@@ -28,6 +28,8 @@ class JobStats(BaseModel):
     complexity_override: str | None = None  # meta | ambiguous
     trivial: str | None = None  # empty | trivial: a message with nothing to search got no search
     timestamp_stripped: bool | None = None  # a leading timestamp was stripped before retrieval
+    references_resolved: int | None = None  # references ("it", "the other one") resolved from the history
+    rewritten_query: str | None = None  # the query they were resolved into (unless query text is not recorded)
     query_type: str | None = None
     disqualifiers: list[str] | None = None
     intents: list[str] | None = None

@@ -16,6 +16,7 @@ from ferret_cli.options import (
     connected,
     fail,
     filter_options,
+    history_option,
     namespace_option,
     settings_of,
 )
@@ -123,13 +124,14 @@ def forget(ctx: click.Context, ids: tuple[str, ...], namespace: str) -> None:
 @cli.command()
 @click.argument("query")
 @namespace_option
+@history_option
 @filter_options
 @click.option("--max-results", type=int, help="Cap on results (default from settings).")
 @click.option("--deadline", type=float, help="Seconds the pipeline may take.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result document as JSON.")
 @click.pass_context
-def run(ctx: click.Context, query: str, namespace: str, max_results: int | None, deadline: float | None,
-        as_json: bool, **filter_args) -> None:
+def run(ctx: click.Context, query: str, namespace: str, history: tuple[str, ...], max_results: int | None,
+        deadline: float | None, as_json: bool, **filter_args) -> None:
     """Run the pipeline in-process for QUERY and print results, stats and trace."""
     from ferret.contract import parse_request
     from ferret_cli import render
@@ -139,7 +141,7 @@ def run(ctx: click.Context, query: str, namespace: str, max_results: int | None,
     try:
         request = parse_request({
             "query": query, "namespace": namespace, "filters": build_filters(**filter_args),
-            "deadline_seconds": deadline, "options": {"max_results": max_results},
+            "deadline_seconds": deadline, "options": {"max_results": max_results}, "history": list(history),
         }, settings.limits)
         with connected(ctx) as client:
             result, trace = run_in_process(client, settings, request)

@@ -105,6 +105,12 @@ def namespace_option(func: Callable[..., Any]) -> Callable[..., Any]:
                         help="Memory namespace (tenant).")(func)
 
 
+def history_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--history", "history", multiple=True, metavar="TURN",
+                        help="An earlier message of the conversation, oldest first (repeat): 'it', 'the other one' "
+                             "in the query are resolved from them.")(func)
+
+
 def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--type", "node_type", help="Only memories of this type."),

@@ -17,6 +17,7 @@ from ferret_cli.options import (
     connected,
     fail,
     filter_options,
+    history_option,
     namespace_option,
     settings_of,
 )
@@ -120,6 +121,7 @@ def _not_yet(handle: JobHandle, pending: ResultTimeout, as_json: bool) -> None:
 @click.command()
 @click.argument("text")
 @namespace_option
+@history_option
 @filter_options
 @click.option("--queue", type=click.Choice(["prefetch", "batch"]), default="prefetch", show_default=True)
 @click.option("--request-id", help="Idempotency key: the same id is one job.")
@@ -132,7 +134,7 @@ def _not_yet(handle: JobHandle, pending: ResultTimeout, as_json: bool) -> None:
               help="Seconds to wait for the result (0: just enqueue).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id: str | None,
+def query(ctx: click.Context, text: str, namespace: str, history: tuple[str, ...], queue: str, request_id: str | None,
           deadline: float | None, max_results: int | None, rerank: bool, explicit: bool, no_cache: bool,
           wait_seconds: float,
           as_json: bool, **filter_args) -> None:
@@ -142,7 +144,7 @@ def query(ctx: click.Context, text: str, namespace: str, queue: str, request_id:
             producer = _producer(ctx, client)
             handle = producer.enqueue({
                 "query": text, "namespace": namespace, "queue": queue, "request_id": request_id,
-                "deadline_seconds": deadline, "filters": build_filters(**filter_args),
+                "deadline_seconds": deadline, "filters": build_filters(**filter_args), "history": list(history),
                 "options": {"max_results": max_results, "rerank": rerank,
                             "recall": "explicit" if explicit else "auto", "cache": not no_cache},
             })

@@ -63,7 +63,8 @@ class JobState:
 
 def _request_digest(request: RetrievalRequest) -> str:
     """What makes two requests under one request id the same request."""
-    material = request.model_dump(mode="json", include={"query", "filters", "options", "queue"})
+    fields = {"query", "filters", "options", "queue"} | ({"history"} if request.history else set())
+    material = request.model_dump(mode="json", include=fields)
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -31,7 +31,7 @@ from worker.pipeline.complexity import Route
 
 logger = logging.getLogger(__name__)
 
-STAGES = ("cache", "classify", "decompose", "complexity", "search", "merge", "replace", "rerank", "fallback",
+STAGES = ("cache", "rewrite", "classify", "decompose", "complexity", "search", "merge", "replace", "rerank", "fallback",
           "format")
 FALLBACK_OUTCOMES = ("ok", "failed", "timeout")
 INDEX_READINESS = ("warm", "caught_up", "disk", "snapshot", "built")

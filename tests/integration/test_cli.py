@@ -110,3 +110,20 @@ def test_no_cache_on_query_and_batch(tmp_path, env, sample_namespace, start_work
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert "cache_hit" not in rows[0]["stats"] and rows[1]["stats"]["cache_hit"] is True  # a line's own choice wins
+
+
+def test_history_resolves_references_through_a_worker(env, sample_namespace, start_workers):
+    start_workers(1)
+    asked = _ferret(["query", "and how did the other one go?", "-n", sample_namespace, "--no-cache",
+                     "--history", "What's my BTC thesis and my SOL thesis?", "--history", "Tell me more about BTC",
+                     "--json"], env)
+    assert asked.returncode == 0, asked.stderr
+    doc = json.loads(asked.stdout)
+    assert doc["stats"]["rewritten_query"] == "and how did SOL go?" and doc["stats"]["references_resolved"] == 1
+    assert any("SOL" in r["title"] for r in doc["results"][:3])
+    plain = json.loads(_ferret(["query", "and how did the other one go?", "-n", sample_namespace, "--no-cache",
+                                "--json"], env).stdout)
+    assert "rewritten_query" not in plain["stats"]
+    trivial = json.loads(_ferret(["query", "thanks!", "-n", sample_namespace, "--json"], env).stdout)
+    assert (trivial["status"], trivial["results"], trivial["stats"]["route"], trivial["stats"]["trivial"]) == \
+        ("ok", [], "TRIVIAL", "trivial")

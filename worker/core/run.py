@@ -97,6 +97,7 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
                 record_query=ctx.settings.service.record_query_text,
                 use_remote_classifier=ctx.settings.backend.nous.use_remote_classifier,
                 reranking=Reranking(ctx.settings.rerank, ctx.scorer), rerank=request.options.rerank,
+                history=request.history,
             )
             span.set(partial=outcome.partial)
     except BackendError as exc:

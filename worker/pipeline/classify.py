@@ -133,23 +133,37 @@ _COMPLEXITY_KEYWORDS = re.compile(
 # Words that are never an entity, however capitalised.
 _NOT_ENTITIES = QUESTION_WORD_SET | AUXILIARIES | ARTICLES_AND_LINKS | PRONOUNS | frozenset(
     "also then tell show give find check compare vs versus last next yesterday today".split())
+# Verbs that open a request, never a name (EN/FR/ES/DE): not entities even at the start of a sentence.
+_IMPERATIVES = frozenset(
+    "tell show give find check compare explain describe list remind summarise summarize look let please "
+    "parle dis montre explique donne rappelle compare liste cuéntame cuenta dime muestra explica dame "
+    "recuérdame compara erzähl erzähle zeig zeige erkläre sag sage gib vergleiche".split())
 # Filler left out of the attribute (what the query asks about the entity).
 _STOP = EN_QUESTION_WORD_SET | AUXILIARIES | PERFECT | ARTICLES_AND_LINKS | PRONOUNS | frozenset(
     "of to in on at for by with about from but be been tell show give find check get go going went "
     "also as well then after".split())
 
 
-def _entities(query: str) -> tuple[str, ...]:
-    """Capitalised words and tickers that are not question or filler words."""
+def entities_of(query: str, at_sentence_start: bool = False) -> tuple[str, ...]:
+    """Capitalised words and tickers that are not question or filler words;
+    a lone capital letter inside a sentence names something too ("process X
+    compared to Y"), except I and A. ``at_sentence_start``: a capitalised
+    word opening a sentence counts too ("Caroline went ..."), for text that
+    is not a question."""
     found: list[str] = []
     for index, match in enumerate(WORD.finditer(query)):
         word = match.group().rstrip(".'")
         lowered = word.lower()
-        if lowered in _NOT_ENTITIES or len(word) < 2:
+        starts_sentence = index == 0 or query[: match.start()].rstrip().endswith(("?", ".", "!"))
+        if len(word) == 1:
+            if word.isupper() and word.isalpha() and word not in "IA" and not starts_sentence:
+                found.append(word)
+            continue
+        if lowered in _NOT_ENTITIES:
             continue
         is_ticker = word.isupper() and word.isalpha()
-        starts_sentence = index == 0 or query[: match.start()].rstrip().endswith(("?", ".", "!"))
-        if is_ticker or (word[0].isupper() and not starts_sentence):
+        opening_name = at_sentence_start and "-" not in word and lowered not in _IMPERATIVES
+        if is_ticker or (word[0].isupper() and (opening_name or not starts_sentence)):
             found.append(word)
     return tuple(dict.fromkeys(found))
 
@@ -184,7 +198,7 @@ def _multi_entity(query: str, entities: tuple[str, ...]) -> bool:
 
 def classify(query: str) -> Classification:
     """Classify a query. Pure, deterministic, no I/O."""
-    entities = _entities(query)
+    entities = entities_of(query)
     found = [code for code, pattern in _DISQUALIFIERS.items() if pattern.search(query)]
     if "D4" not in found and _multi_entity(query, entities):
         found.append("D4")

@@ -19,10 +19,11 @@ search fails too (or there is no time for it) is the error raised.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ferret.contract import Turn
 from ferret.errors import BackendError, BackendUnavailable, RerankFailed
 from ferret.records import NO_FILTERS, Filters, Hit, SubQueryOutcome
 from ferret.settings import PipelineSettings
@@ -39,6 +40,7 @@ from worker.pipeline.merge import merge_and_select
 from worker.pipeline.parallel import TimedOut, call_with_timeout, run_parallel
 from worker.pipeline.replace import replace_weak
 from worker.pipeline.rerank import Reranking, blend
+from worker.pipeline.rewrite import rewrite
 from worker.pipeline.trivial import Prepared, prepare
 
 logger = logging.getLogger(__name__)
@@ -60,6 +62,8 @@ class PipelineStats:
     complexity_factors: dict[str, float] = field(default_factory=dict)  # each factor of the score, in [0, 1]
     complexity_override: str | None = None  # meta | ambiguous: an override raised the score
     trivial: str | None = None  # empty | trivial: nothing to search, so no search ran
+    references_resolved: int | None = None  # references in the query resolved from the history
+    rewritten_query: str | None = None  # the query after that (when query text may be recorded)
     timestamp_stripped: bool | None = None  # a leading timestamp was taken off before retrieval
     query_type: str = ""
     disqualifiers: list[str] = field(default_factory=list)
@@ -120,6 +124,7 @@ class _Run:
         self.record_query = record_query
         self.stats = PipelineStats()
         self.partial = False
+        self.sub_questions_asked = 1  # what the rewritten query asks, as seed 002's bullet points count it
 
     def text(self, value: str | None) -> str | None:
         return value if self.record_query else None
@@ -178,7 +183,8 @@ def _plan(run: _Run, use_remote_classifier: bool) -> _Plan:
         span.set(parts=len(decomposition.parts), strategy=decomposition.strategy)
     run.timed("decompose", span)
     with run.tracer.span("complexity") as span:
-        complexity = evaluate_complexity(classification, len(decomposition.parts), run.query)
+        asked = max(len(decomposition.parts), run.sub_questions_asked)
+        complexity = evaluate_complexity(classification, asked, run.query)
         span.set(score=complexity.score, route=complexity.route.value, formula_score=complexity.formula_score,
                  override=complexity.override or "none",
                  **{f"factor.{name}": round(value, 4) for name, value in complexity.factors.items()})
@@ -351,8 +357,10 @@ def run_pipeline(
     use_remote_classifier: bool = False,
     reranking: Reranking | None = None,
     rerank: bool = False,
+    history: Sequence[Turn] = (),
 ) -> PipelineResult:
-    """Run the whole retrieval pipeline for one query.
+    """Run the whole retrieval pipeline for one query (``history``: the
+    conversation's last turns, which resolve its references).
 
     ``rerank`` asks for the re-rank stage whatever the route; ``reranking``
     carries its settings and scorer (``None``: re-ranking is off).
@@ -362,10 +370,18 @@ def run_pipeline(
     prepared = prepare(query, settings.trivial_messages, settings.strip_timestamps)
     if prepared.skip is not None:
         return _nothing_to_search(prepared, tracer or NoopTracer())
-    query = prepared.query
-    run = _Run(query, backend, settings, filters, budget or Budget(), tracer or NoopTracer(), record_query,
-               reranking)
+    tracer = tracer or NoopTracer()
+    with tracer.span("rewrite", turns=len(history)) as span:
+        rewritten = rewrite(prepared.query, history)
+        span.set(resolved=len(rewritten.resolved), sub_questions=rewritten.sub_questions,
+                 **({"query": rewritten.query} if record_query and rewritten.resolved else {}))
+    run = _Run(rewritten.query, backend, settings, filters, budget or Budget(), tracer, record_query, reranking)
+    run.sub_questions_asked = rewritten.sub_questions
     run.stats.timestamp_stripped = bool(prepared.stripped) or None
+    if rewritten.resolved:
+        run.stats.references_resolved = len(rewritten.resolved)
+        run.stats.rewritten_query = run.text(rewritten.query)
+    run.timed("rewrite", span)
     if not settings.enabled:
         return _single_search(run)
     try:

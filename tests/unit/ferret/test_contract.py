@@ -49,3 +49,22 @@ def test_valid_request_defaults():
 
 def test_json_text_accepted():
     assert parse_request('{"query": "BTC", "queue": "batch"}', LIMITS).queue == "batch"
+
+
+def test_history_takes_strings_and_turns():
+    request = parse_request({"query": "and the other one?", "history": [
+        "Compare BTC and SOL", {"role": "assistant", "content": "BTC is up, SOL flat."}]}, LimitSettings())
+    assert [(t.role, t.content) for t in request.history] == [("user", "Compare BTC and SOL"),
+                                                              ("assistant", "BTC is up, SOL flat.")]
+    assert parse_request({"query": "x"}, LimitSettings()).history == ()
+
+
+@pytest.mark.parametrize(("history", "field"), [
+    ("Compare BTC", "history"), ([{"role": "system", "content": "x"}], "history.0.role"),
+    (["ok", {"content": "a\x00b"}], "history.1.content"), ([{"text": "x"}], "history.0.content"),
+    (["x"] * 11, "history"), (["ok", "y" * 4001], "history.1.content"),
+])
+def test_bad_history_names_the_field(history, field):
+    with pytest.raises(InvalidRequest) as raised:
+        parse_request({"query": "and the other one?", "history": history}, LimitSettings())
+    assert raised.value.field == field, raised.value

@@ -184,3 +184,27 @@ def test_each_factor_and_the_override_are_in_the_stats_and_the_trace():
     assert span.attributes["override"] == "meta" and span.attributes["score"] == 0.75
     assert span.attributes["formula_score"] < 0.35
     assert {k for k in span.attributes if k.startswith("factor.")} == {f"factor.{k}" for k in stats.complexity_factors}
+
+
+def test_the_seeds_worked_example_routes_to_the_agent_path():
+    result = run_pipeline("Compare les avantages et inconvenients du processus X par rapport a Y",
+                          ScriptedBackend(default=[_hit("a", 0.8)]), SETTINGS)
+    factors = result.stats.complexity_factors
+    assert factors["query_type"] == 1.0 and factors["entity_count"] == 0.5 and factors["keyword_matches"] == 1.0
+    assert factors["subquestion_count"] == pytest.approx(2 / 3, abs=1e-3)
+    assert result.stats.complexity_score == pytest.approx(0.684, abs=0.002) and result.stats.route == "COMPLEX"
+
+
+def test_a_reference_is_searched_as_what_it_points_at():
+    from ferret.contract import Turn
+
+    backend, tracer = ScriptedBackend(default=[_hit("a", 0.8)]), SpanCollector()
+    history = (Turn(content="Compare my BTC and SOL trades"), Turn(content="Tell me about BTC"))
+    result = run_pipeline("and the other one?", backend, SETTINGS, tracer=tracer, history=history)
+    assert [call[0] for call in backend.calls][0] == "and SOL?"
+    assert (result.stats.references_resolved, result.stats.rewritten_query) == (1, "and SOL?")
+    span = next(s for s in tracer.spans if s.name == "rewrite")
+    assert span.attributes["resolved"] == 1 and span.attributes["turns"] == 2
+    hidden = run_pipeline("and the other one?", ScriptedBackend(default=[]), SETTINGS, history=history,
+                          record_query=False)
+    assert hidden.stats.references_resolved == 1 and hidden.stats.rewritten_query is None
