@@ -43,6 +43,7 @@ def answer_fingerprint(settings: Settings) -> str:
         # (the local index's memory and build settings never change an answer)
         "backend": settings.backend.model_dump(mode="json", exclude={"nous": {"api_key"}, "local": True}),
         "rerank": settings.rerank.model_dump(mode="json", exclude={"api_key"}),
+        "agent": settings.agent.model_dump(mode="json", exclude={"api_key"}),
         "co_retrieval": settings.co_retrieval.model_dump(mode="json"),
         "limits": settings.limits.model_dump(mode="json"),
         "code": [__version__, CACHE_FORMAT],
@@ -54,7 +55,8 @@ def cache_key(request: RetrievalRequest, backend: str, memory_version: int, fing
     material = json.dumps([
         normalise(request.query), request.namespace,
         request.filters.model_dump(mode="json", exclude_none=True),
-        request.options.model_dump(mode="json"), backend, memory_version, fingerprint,
+        request.options.model_dump(mode="json", exclude=set() if request.options.agent else {"agent"}),
+        backend, memory_version, fingerprint,
         *([[turn.model_dump(mode="json") for turn in request.history]] if request.history else []),
     ], sort_keys=True, separators=(",", ":"))
     return keys.cached(request.namespace, hashlib.sha256(material.encode()).hexdigest()[:40])
@@ -69,7 +71,8 @@ _PER_RUN = {"backend_calls", "stage_ms", "index", "index_changes", "index_evicti
 
 
 def cacheable(status: str, stats: JobStats) -> bool:
-    return status == "ok" and (stats.rerank is None or stats.rerank in CACHEABLE_RERANK)
+    agent_ok = stats.agent is None or stats.agent.get("outcome") in ("ok", "clarification", "disabled")
+    return status == "ok" and agent_ok and (stats.rerank is None or stats.rerank in CACHEABLE_RERANK)
 
 
 def cache_entry(results: list[ResultItem], context: str, stats: JobStats) -> bytes:

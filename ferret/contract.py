@@ -37,6 +37,7 @@ class RetrievalOptions(BaseModel):
     format: Literal["text", "none"] = "text"
     recall: Literal["auto", "explicit"] = "auto"  # explicit: asked for by the agent (stronger co-retrieval)
     cache: bool = True  # false: neither read nor write the retrieval cache, nor join an identical job in flight
+    agent: bool = False  # run the agent loop (when agent.enabled), whatever the route
 
 
 def _clean_text(value: str) -> str:

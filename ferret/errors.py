@@ -64,15 +64,27 @@ class NamespaceNotServed(BackendError):
     """The backend has no memory store for this namespace (a Nous server serves one tenant)."""
 
 
-class RerankFailed(FerretError):
-    """The optional re-rank could not be used; the original order stands.
+class ChatFailed(FerretError):
+    """A chat-completions call gave no usable answer. ``reason`` (``timeout``,
+    ``error``, ``malformed``, ``budget``) is the metric label."""
 
-    ``reason`` (``timeout``, ``error``, ``malformed``) is the metric label.
-    """
+    what = "chat call"
 
     def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"re-rank {reason}: {detail}")
+        super().__init__(f"{self.what} {reason}: {detail}")
         self.reason = reason
+
+
+class RerankFailed(ChatFailed):
+    """The optional re-rank could not be used; the original order stands."""
+
+    what = "re-rank"
+
+
+class AgentFailed(ChatFailed):
+    """The agent loop could not finish; the fast path's answer stands."""
+
+    what = "agent"
 
 
 class StageError(FerretError):

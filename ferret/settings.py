@@ -192,6 +192,26 @@ class CacheSettings(_Strict):
         return self.ttl_seconds if backend_kind == "local" else min(self.ttl_seconds, self.remote_staleness_seconds)
 
 
+class AgentSettings(_Strict):
+    """Seed 002's ReAct agent loop over an OpenAI-compatible chat endpoint
+    (Ollama, vLLM, llama.cpp's server, OpenAI). Off by default. When on, a
+    query that routes COMPLEX or AMBIGUOUS runs it (``on_complex_route``),
+    and so does any request with ``options.agent``."""
+
+    enabled: bool = False
+    on_complex_route: bool = True
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = "qwen3:4b"
+    api_key: SecretStr | None = None  # never logged
+    max_steps: int = Field(7, ge=1, le=20)
+    temperature: float = Field(0.3, ge=0, le=2)
+    timeout_seconds: float = Field(20.0, gt=0, le=600)  # one chat call, at most (and never past the deadline)
+    connect_timeout_seconds: float = Field(0.5, gt=0, le=30)
+    max_tokens: int = Field(1024, ge=16, le=32_768)
+    result_reserve_seconds: float = Field(0.15, ge=0, le=10)  # left for formatting and the result write
+    preview_chars: int = Field(300, ge=20, le=4000)
+
+
 class RerankSettings(_Strict):
     """Opt-in LLM re-ranking of the top candidates (seed 004) over an
     OpenAI-compatible chat completions endpoint (Ollama, vLLM, llama.cpp, ...).
@@ -250,6 +270,7 @@ class Settings(BaseSettings):
     rerank: RerankSettings = RerankSettings()
     co_retrieval: CoRetrievalSettings = CoRetrievalSettings()
     tracing: TracingSettings = TracingSettings()
+    agent: AgentSettings = AgentSettings()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

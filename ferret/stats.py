@@ -56,6 +56,9 @@ class JobStats(BaseModel):
     index: str | None = None  # warm | caught_up | disk | snapshot | built
     index_changes: int | None = None  # change-log entries applied before the search
     index_evictions: int | None = None  # namespaces evicted to stay within the memory bound
+    # The agent loop (seed 002), when it ran: outcome (ok | clarification | deadline | fallback | disabled),
+    # steps, parallel_steps, backtracked, reflection_concluded, forced_conclusion, llm_calls, llm_ms, reason.
+    agent: dict[str, Any] | None = None
     # The job around the pipeline.
     cache_hit: bool | None = None
     refused: str | None = None  # why a queue entry was not run (see rq_wing.intake)

@@ -128,10 +128,11 @@ def forget(ctx: click.Context, ids: tuple[str, ...], namespace: str) -> None:
 @filter_options
 @click.option("--max-results", type=int, help="Cap on results (default from settings).")
 @click.option("--deadline", type=float, help="Seconds the pipeline may take.")
+@click.option("--agent", is_flag=True, help="Run the agent loop (when agent.enabled), whatever the route.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result document as JSON.")
 @click.pass_context
 def run(ctx: click.Context, query: str, namespace: str, history: tuple[str, ...], max_results: int | None,
-        deadline: float | None, as_json: bool, **filter_args) -> None:
+        deadline: float | None, agent: bool, as_json: bool, **filter_args) -> None:
     """Run the pipeline in-process for QUERY and print results, stats and trace."""
     from ferret.contract import parse_request
     from ferret_cli import render
@@ -141,7 +142,8 @@ def run(ctx: click.Context, query: str, namespace: str, history: tuple[str, ...]
     try:
         request = parse_request({
             "query": query, "namespace": namespace, "filters": build_filters(**filter_args),
-            "deadline_seconds": deadline, "options": {"max_results": max_results}, "history": list(history),
+            "deadline_seconds": deadline, "options": {"max_results": max_results, "agent": agent},
+            "history": list(history),
         }, settings.limits)
         with connected(ctx) as client:
             result, trace = run_in_process(client, settings, request)

@@ -71,6 +71,14 @@ def stats_block(result: RetrievalResult) -> Table:
     grid.add_row("stage ms", "  ".join(f"{k} {v:.2f}" for k, v in (s.stage_ms or {}).items()))
     if s.skipped_stages:
         grid.add_row("skipped", ", ".join(s.skipped_stages))
+    if s.agent:
+        a = s.agent
+        grid.add_row("agent", f"{a.get('outcome')}  steps {a.get('steps', 0)} (parallel {a.get('parallel_steps', 0)})"
+                     f"  LLM calls {a.get('llm_calls', 0)}  backtracked {a.get('backtracked', False)}"
+                     f"  reflection concluded {a.get('reflection_concluded', False)}"
+                     f"  forced {a.get('forced_conclusion', False)}"
+                     + (f"  reason: {a['reason']}" if a.get("reason") else "")
+                     + (f"  asks: {a['clarification']}" if a.get("clarification") else ""))
     return grid
 
 

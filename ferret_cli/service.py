@@ -91,6 +91,8 @@ def worker(ctx: click.Context, queue_names: tuple[str, ...], queues: str | None,
         fail(InvalidRequest("--verbose", "choose one of --verbose and --quiet"))
     level, rq_level = _worker_log_levels(ctx, worker_log_level, verbose, quiet)
     logging.getLogger().setLevel(level)
+    if level != "DEBUG":  # httpx logs every request at INFO: one line per job is the worker's own
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         with connected(ctx) as client:
             run_worker(client, settings, names, burst=burst, worker_class=worker_class, log_level=level,
@@ -130,12 +132,13 @@ def _not_yet(handle: JobHandle, pending: ResultTimeout, as_json: bool) -> None:
 @click.option("--rerank", is_flag=True, help="Ask for the LLM re-rank (when switched on in the settings).")
 @click.option("--explicit", is_flag=True, help="An explicit recall: stronger co-retrieval strengthening.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the retrieval cache: a fresh answer.")
+@click.option("--agent", is_flag=True, help="Run the agent loop (when agent.enabled), whatever the route.")
 @click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Seconds to wait for the result (0: just enqueue).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def query(ctx: click.Context, text: str, namespace: str, history: tuple[str, ...], queue: str, request_id: str | None,
-          deadline: float | None, max_results: int | None, rerank: bool, explicit: bool, no_cache: bool,
+          deadline: float | None, max_results: int | None, rerank: bool, explicit: bool, no_cache: bool, agent: bool,
           wait_seconds: float,
           as_json: bool, **filter_args) -> None:
     """Enqueue a retrieval job for TEXT and (by default) wait for its result."""
@@ -146,7 +149,7 @@ def query(ctx: click.Context, text: str, namespace: str, history: tuple[str, ...
                 "query": text, "namespace": namespace, "queue": queue, "request_id": request_id,
                 "deadline_seconds": deadline, "filters": build_filters(**filter_args), "history": list(history),
                 "options": {"max_results": max_results, "rerank": rerank,
-                            "recall": "explicit" if explicit else "auto", "cache": not no_cache},
+                            "recall": "explicit" if explicit else "auto", "cache": not no_cache, "agent": agent},
             })
             try:
                 result = producer.wait(handle, wait_seconds)

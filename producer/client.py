@@ -65,6 +65,8 @@ def _request_digest(request: RetrievalRequest) -> str:
     """What makes two requests under one request id the same request."""
     fields = {"query", "filters", "options", "queue"} | ({"history"} if request.history else set())
     material = request.model_dump(mode="json", include=fields)
+    if not request.options.agent:  # as before the option existed: the same request, the same digest
+        material["options"].pop("agent")
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -18,6 +18,7 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import redis
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 STAGES = ("cache", "rewrite", "classify", "decompose", "complexity", "search", "merge", "replace", "rerank", "fallback",
           "format")
 FALLBACK_OUTCOMES = ("ok", "failed", "timeout")
+AGENT_OUTCOMES = ("ok", "clarification", "deadline", "fallback", "disabled")
+AGENT_STEP_BUCKETS = (1, 2, 3, 4, 5, 6, 7, 10, 20)
 INDEX_READINESS = ("warm", "caught_up", "disk", "snapshot", "built")
 # Re-rank outcomes counted; "off" (not asked) and "too_few" (nothing to order) are not.
 RERANK_OUTCOMES = ("ok", "disabled", "deadline", "timeout", "error", "malformed")
@@ -133,6 +136,13 @@ class FerretMetrics:
                                      registry=r)
         self.index_evictions = Counter("ferret_index_evictions_total",
                                        "Namespaces' indexes evicted to stay within the memory bound.", registry=r)
+        self.agent_runs = Counter("ferret_agent_runs_total", "Agent loop runs by outcome (ok, clarification, "
+                                  "deadline: partial; fallback: the fast path's answer; disabled: asked for, off).",
+                                  ["outcome"], registry=r)
+        self.agent_steps = Histogram("ferret_agent_steps", "Steps an agent run took.", buckets=AGENT_STEP_BUCKETS,
+                                     registry=r)
+        self.agent_llm_latency = Histogram("ferret_agent_llm_duration_seconds", "One agent LLM call's time.",
+                                           buckets=LATENCY_BUCKETS, registry=r)
         self._create_children()
 
     def _create_children(self) -> None:
@@ -164,6 +174,8 @@ class FerretMetrics:
             self.fallbacks.labels(outcome)
         for how in INDEX_READINESS:
             self.index_ready.labels(how)
+        for outcome in AGENT_OUTCOMES:
+            self.agent_runs.labels(outcome)
 
     def observe_co_retrieval(self, outcome: str, links: int) -> None:
         self.co_retrieval.labels(outcome).inc()
@@ -196,6 +208,20 @@ class FerretMetrics:
             self.deadline_misses.labels("running").inc()
         self._record_stats(result.stats, backend)
 
+    def _record_agent(self, agent: dict[str, Any]) -> None:
+        outcome = agent.get("outcome")
+        if outcome not in AGENT_OUTCOMES:
+            return
+        self.agent_runs.labels(outcome).inc()
+        if outcome == "disabled":
+            return
+        steps = agent.get("steps")
+        if isinstance(steps, int) and steps > 0:
+            self.agent_steps.observe(steps)
+        for ms in agent.get("llm_ms") or []:
+            if isinstance(ms, (int, float)):
+                self.agent_llm_latency.observe(max(0.0, ms / 1000))
+
     def _record_stats(self, stats: JobStats, backend: str) -> None:
         if stats.refused in REFUSAL_REASONS:
             self.refused.labels(stats.refused).inc()
@@ -213,6 +239,8 @@ class FerretMetrics:
         self.index_evictions.inc(stats.index_evictions or 0)
         if stats.fallback in FALLBACK_OUTCOMES:
             self.fallbacks.labels(stats.fallback).inc()
+        if stats.agent is not None:
+            self._record_agent(stats.agent)
         if stats.route in Route.__members__:
             self.routes.labels(stats.route).inc()
         self.retries.inc(stats.retries or 0)

@@ -24,7 +24,7 @@ def test_prometheus_config_and_rules_are_valid():
     checked = _run(tool("promtool"), "check", "config", str(PROMETHEUS / "prometheus.yml"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     rules = _run(tool("promtool"), "check", "rules", str(PROMETHEUS / "ferret-alerts.yml"))
-    assert rules.returncode == 0 and "6 rules found" in rules.stdout, rules.stdout + rules.stderr
+    assert rules.returncode == 0 and "7 rules found" in rules.stdout, rules.stdout + rules.stderr
 
 
 def test_alert_rule_unit_tests_pass():
@@ -36,7 +36,8 @@ def test_every_alert_named_in_the_issue_exists():
     groups = yaml.safe_load((PROMETHEUS / "ferret-alerts.yml").read_text())["groups"]
     names = {rule["alert"] for group in groups for rule in group["rules"]}
     assert names == {"FerretHighFailureRatio", "FerretDeadlineMissRatio", "FerretRetryRateSpike",
-                     "FerretBacklogGrowing", "FerretNoWorkerUp", "FerretRefusedQueueEntries"}
+                     "FerretBacklogGrowing", "FerretNoWorkerUp", "FerretRefusedQueueEntries",
+                     "FerretAgentFallbackRatio"}
 
 
 def test_dockerfile_lints_clean():

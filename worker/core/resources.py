@@ -10,9 +10,11 @@ from pathlib import Path
 import redis
 
 from ferret.cache import answer_fingerprint
+from ferret.errors import AgentFailed
 from ferret.results import ResultStore
 from ferret.settings import Settings
 from worker.backends.factory import Backends, build_backends
+from worker.llm.chat import ChatClient
 from worker.llm.reranker import LLMScorer
 
 
@@ -24,6 +26,7 @@ class WorkerResources:
     results: ResultStore
     name: str  # host:pid, as it appears in results
     scorer: LLMScorer | None = None  # the re-rank stage's LLM, when switched on
+    agent_chat: ChatClient | None = None  # the agent loop's LLM, when switched on
     fingerprint: str = ""  # what decides an answer besides request and memories (ferret.cache)
     index_root: Path | None = None  # the local backend's index directory (a work horse shares its parent's)
 
@@ -51,6 +54,8 @@ def build_resources(settings: Settings, client: redis.Redis, index_root: Path | 
                              settings.cache.max_entries, settings.service.ttls()),
         name=f"{socket.gethostname()}:{os.getpid()}",
         scorer=LLMScorer(settings.rerank) if settings.rerank.enabled else None,
+        agent_chat=ChatClient(settings.agent, failure=AgentFailed, temperature=settings.agent.temperature)
+        if settings.agent.enabled else None,
         fingerprint=answer_fingerprint(settings),
         index_root=getattr(backends, "index_root", None),
     )

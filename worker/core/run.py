@@ -23,6 +23,7 @@ from ferret.errors import BackendError, InvalidRequest
 from ferret.job_ids import binds
 from ferret.stats import JobStats
 from ferret.tracing import Span, SpanCollector, new_span_id
+from worker.agent.job import AgentAnswer, agent_wanted, run_agent
 from worker.core.report import JobReport
 from worker.core.resources import WorkerResources
 from worker.core.results import (
@@ -100,17 +101,28 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
                 history=request.history,
             )
             span.set(partial=outcome.partial)
+        agent: AgentAnswer | None = None
+        if agent_wanted(ctx.settings, request, outcome.stats.route):
+            agent = run_agent(ctx.settings, ctx.agent_chat, request, backend, outcome, budget, tracer,
+                              ctx.settings.service.record_query_text)
     except BackendError as exc:
         logger.warning("job=%s stage=search backend failed: %s", job_id, exc)
         return _Outcome("failed", error=str(exc), stats=JobStats(backend_calls=exc.calls, fallback=exc.fallback))
     status = "partial" if outcome.partial or budget.expired() else "ok"
     stats = JobStats.model_validate(outcome.stats.to_dict())
+    hits, sub_queries, context = outcome.hits, outcome.sub_queries, outcome.context
+    if agent is not None:
+        hits, sub_queries, context = agent.hits, agent.sub_queries, agent.context
+        status = "partial" if agent.partial else status
+        stats = stats.with_(agent=agent.stats)
+    elif request.options.agent:
+        stats = stats.with_(agent={"outcome": "disabled"})
     if readiness is not None:
         stats = stats.with_(index=readiness.how, index_evictions=readiness.evictions or None,
                             index_changes=readiness.changes or None)
     if key is not None:
         stats = stats.with_(cache_hit=False, stage_ms={"cache": looked_up_ms, **(stats.stage_ms or {})})
-    done = _Outcome(status, result_items(outcome.hits, outcome.sub_queries), outcome.context, stats=stats)
+    done = _Outcome(status, result_items(hits, sub_queries), context, stats=stats)
     if key is not None and cacheable(status, stats):
         ttl = ctx.settings.cache.ttl_for(ctx.settings.backend.kind)
         done.cache = (key, cache_entry(done.results, done.context, stats), ttl)

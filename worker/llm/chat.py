@@ -2,7 +2,8 @@
 
 Works with Ollama, vLLM, llama.cpp's server, OpenAI and the like. One
 pooled httpx client per process; every call carries its own timeout. Every
-failure is raised as ``RerankFailed`` with the reason the metrics count:
+failure is raised as ``failure`` (``RerankFailed`` for the re-rank,
+``AgentFailed`` for the agent) with the reason the metrics count:
 ``timeout`` (connect or read timed out), ``error`` (unreachable, 4xx/5xx) or
 ``malformed`` (an answer not shaped like a chat completion).
 """
@@ -13,23 +14,26 @@ from typing import Any
 
 import httpx
 
-from ferret.errors import RerankFailed
-from ferret.settings import RerankSettings
+from ferret.errors import ChatFailed, RerankFailed
+from ferret.settings import AgentSettings, RerankSettings
 
 
-def _message_text(payload: Any) -> str:
+def _message_text(payload: Any, failure: type[ChatFailed]) -> str:
     try:
         content = payload["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise RerankFailed("malformed", "answer has no choices[0].message.content") from None
+        raise failure("malformed", "answer has no choices[0].message.content") from None
     if not isinstance(content, str):
-        raise RerankFailed("malformed", f"message content is {type(content).__name__}, not text")
+        raise failure("malformed", f"message content is {type(content).__name__}, not text")
     return content
 
 
 class ChatClient:
-    def __init__(self, settings: RerankSettings, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, settings: RerankSettings | AgentSettings, transport: httpx.BaseTransport | None = None,
+                 failure: type[ChatFailed] = RerankFailed, temperature: float = 0.0) -> None:
         self.settings = settings
+        self.failure = failure
+        self.temperature = temperature
         key = settings.api_key.get_secret_value() if settings.api_key else None
         self._client = httpx.Client(
             base_url=settings.base_url.rstrip("/") + "/",
@@ -38,25 +42,26 @@ class ChatClient:
         )
 
     def complete(self, messages: list[dict[str, str]], timeout: float) -> str:
-        """The assistant's reply text; raise RerankFailed."""
+        """The assistant's reply text; raise ``failure``."""
+        failure = self.failure
         if timeout <= 0:
-            raise RerankFailed("timeout", "no time left for the chat call")
-        body = {"model": self.settings.model, "messages": messages, "temperature": 0,
+            raise failure("timeout", "no time left for the chat call")
+        body = {"model": self.settings.model, "messages": messages, "temperature": self.temperature,
                 "max_tokens": self.settings.max_tokens, "stream": False}
         limits = httpx.Timeout(timeout, connect=min(timeout, self.settings.connect_timeout_seconds))
         try:
             response = self._client.post("chat/completions", json=body, timeout=limits)
         except httpx.TimeoutException as exc:
-            raise RerankFailed("timeout", f"chat call timed out after {timeout:.2f}s") from exc
+            raise failure("timeout", f"chat call timed out after {timeout:.2f}s") from exc
         except httpx.HTTPError as exc:
-            raise RerankFailed("error", f"chat call failed: {type(exc).__name__}: {exc}") from exc
+            raise failure("error", f"chat call failed: {type(exc).__name__}: {exc}") from exc
         if response.status_code >= 400:
-            raise RerankFailed("error", f"chat endpoint answered {response.status_code}: {response.text[:200]}")
+            raise failure("error", f"chat endpoint answered {response.status_code}: {response.text[:200]}")
         try:
             payload = response.json()
         except ValueError:
-            raise RerankFailed("malformed", "chat endpoint answered invalid JSON") from None
-        return _message_text(payload)
+            raise failure("malformed", "chat endpoint answered invalid JSON") from None
+        return _message_text(payload, failure)
 
     def close(self) -> None:
         self._client.close()

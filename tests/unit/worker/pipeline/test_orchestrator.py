@@ -201,7 +201,7 @@ def test_a_reference_is_searched_as_what_it_points_at():
     backend, tracer = ScriptedBackend(default=[_hit("a", 0.8)]), SpanCollector()
     history = (Turn(content="Compare my BTC and SOL trades"), Turn(content="Tell me about BTC"))
     result = run_pipeline("and the other one?", backend, SETTINGS, tracer=tracer, history=history)
-    assert [call[0] for call in backend.calls][0] == "and SOL?"
+    assert backend.calls[0][0] == "and SOL?"
     assert (result.stats.references_resolved, result.stats.rewritten_query) == (1, "and SOL?")
     span = next(s for s in tracer.spans if s.name == "rewrite")
     assert span.attributes["resolved"] == 1 and span.attributes["turns"] == 2
