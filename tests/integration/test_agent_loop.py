@@ -72,6 +72,10 @@ def test_a_two_step_run_chooses_the_memories(chat, sample_memories):
     assert set(chat.auth_headers) == {"Bearer sk-test"}
     names = [s.name for s in tracer.spans]
     assert names.count("agent.step") == 2 and names.count("agent.llm") == 5 and "agent" in names
+    tools = [s for s in tracer.spans if s.name == "agent.tool"]
+    groups = {s.span_id: s for s in tracer.spans if s.name == "agent.tools"}
+    assert [s.attributes["tool"] for s in tools] == ["search_memory", "search_memory"]
+    assert all(s.parent_span_id in groups for s in tools)  # each tool under its step's tools span
 
 
 def test_parallel_actions_run_at_once_and_a_terminal_action_is_never_run_beside_another(chat, sample_memories):
@@ -188,3 +192,32 @@ def test_the_agent_path_through_real_workers_of_both_classes(env, producer, samp
     result = producer.wait(handle, 30)
     assert result.status == "ok" and result.stats.agent["outcome"] == "fallback" and result.results
     assert "sk-secret-key" not in json.dumps(result.model_dump(mode="json"))
+
+
+def test_ferret_run_with_the_agent_and_without_it(chat, embedded_env, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import SAMPLE
+
+    def ferret(*args, **extra):
+        return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env={**embedded_env, **extra},
+                              capture_output=True, text=True, timeout=120)
+
+    assert ferret("ingest", str(SAMPLE), "-n", "t", "--quiet").returncode == 0
+    off = json.loads(ferret("run", "BTC thesis", "-n", "t", "--agent", "--json").stdout)
+    assert off["stats"]["agent"]["outcome"] == "disabled" and off["results"]
+    chat.script = [SEARCH_BTC, ENOUGH, _think("m01.", "final_answer", '{"memory_ids": ["m01"]}')]
+    on = ferret("run", "BTC thesis", "-n", "t", "--agent", "--json", FERRET_AGENT__ENABLED="true",
+                FERRET_AGENT__BASE_URL=chat.base_url)
+    doc = json.loads(on.stdout)
+    assert doc["stats"]["agent"]["outcome"] == "ok" and [r["id"] for r in doc["results"]] == ["m01"]
+    assert {"agent", "agent.step", "agent.tool", "agent.llm"} <= {s["name"] for s in doc["trace"]["spans"]}
+    again = json.loads(ferret("run", "BTC thesis", "-n", "t", "--agent", "--json", FERRET_AGENT__ENABLED="true",
+                              FERRET_AGENT__BASE_URL=chat.base_url).stdout)
+    assert again["stats"]["cache_hit"] and [r["id"] for r in again["results"]] == ["m01"]  # an ok answer is cached
+    table = ferret("run", "BTC thesis", "-n", "t", "--agent", FERRET_AGENT__ENABLED="true",
+                   FERRET_AGENT__BASE_URL=chat.base_url,
+                   FERRET_CACHE__ENABLED="false")  # the script is used up: answers with no action
+    assert "agent" in table.stdout and "fallback" in table.stdout, table.stdout

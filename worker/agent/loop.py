@@ -68,6 +68,20 @@ class AgentOutcome:
     seed_ids: frozenset[str] = frozenset()  # hits that are the fast path's (their sub_query is the fast path's)
 
 
+class _TracedTools:
+    """The tools, each call in a span of its own under the step's (tools may run on other threads)."""
+
+    def __init__(self, tools: Tools, tracer: Tracer, parent: str, record_text: bool) -> None:
+        self.tools, self.tracer, self.parent, self.record_text = tools, tracer, parent, record_text
+
+    def run(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        shown = {"arguments": ToolCall(name, arguments).describe()[:300]} if self.record_text else {}
+        with self.tracer.span("agent.tool", parent=self.parent, tool=name, **shown) as span:
+            result = self.tools.run(name, arguments)
+            span.set(success=result.success, hits=len(result.hits), dead_end=result.dead_end)
+        return result
+
+
 class AgentLoop:
     def __init__(self, settings: AgentSettings, chat: Chat, search: Callable[[str, Filters | None], list[Hit]],
                  budget: Budget, tracer: Tracer | None = None, record_text: bool = True) -> None:
@@ -197,11 +211,10 @@ class AgentLoop:
         if len(decision.actions) > 1:
             self.stats["parallel_steps"] += 1
 
-        def one(call: ToolCall) -> tuple[str, dict[str, Any]]:
-            return call.name, call.arguments
-
         with self.tracer.span("agent.tools", tools=[a.name for a in decision.actions]) as span:
-            results = run_parallel_tools(self.tools, [one(a) for a in decision.actions])
+            parent = span.span_id
+            traced = _TracedTools(self.tools, self.tracer, parent, self.record_text)
+            results = run_parallel_tools(traced, [(a.name, a.arguments) for a in decision.actions])
             span.set(dead_ends=sum(r.dead_end for r in results))
         if self.budget.remaining() <= self.settings.result_reserve_seconds:
             raise _OutOfTime()

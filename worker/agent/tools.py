@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ferret.errors import FerretError, InvalidRequest
 from ferret.records import Filters, Hit
@@ -121,7 +121,11 @@ class Tools:
                           hits if all(r.hits for r in results) else (), tuple(q for r in results for q in r.searches))
 
 
-def run_parallel_tools(tools: Tools, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[ToolResult]:
+class Runs(Protocol):
+    def run(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
+
+
+def run_parallel_tools(tools: Runs, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[ToolResult]:
     """One or two tool calls; two run at once."""
     if len(calls) == 1:
         return [tools.run(*calls[0])]

@@ -116,7 +116,8 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
         status = "partial" if agent.partial else status
         stats = stats.with_(agent=agent.stats)
     elif request.options.agent:
-        stats = stats.with_(agent={"outcome": "disabled"})
+        stats = stats.with_(agent={"outcome": "disabled", "steps": 0, "parallel_steps": 0, "backtracked": False,
+                                   "reflection_concluded": False, "forced_conclusion": False, "llm_calls": 0})
     if readiness is not None:
         stats = stats.with_(index=readiness.how, index_evictions=readiness.evictions or None,
                             index_changes=readiness.changes or None)
