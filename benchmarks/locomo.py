@@ -39,13 +39,13 @@ class Question:
 class CompoundQuery:
     conversation: str
     text: str
-    parts: tuple[frozenset[str], frozenset[str]]
+    parts: tuple[frozenset[str], ...]  # each part's evidence: two or more parts
     template: str
-    questions: tuple[str, str] | None = None  # the two questions it was built from, when known
+    questions: tuple[str, ...] | None = None  # the questions it was built from, when known
 
     @property
     def evidence(self) -> frozenset[str]:
-        return self.parts[0] | self.parts[1]
+        return frozenset().union(*self.parts)
 
 
 @dataclass
@@ -146,12 +146,19 @@ def compound_queries(questions: list[Question], per_conversation: int, seed: int
 
 
 def read_compound_file(path: Path) -> list[CompoundQuery]:
-    """JSONL rows: {conversation, text, parts: [[ids], [ids]], template?}."""
+    """JSONL rows: {conversation, text, parts: [[ids], [ids], ...], template?, questions?: [text, ...]}:
+    two or more parts, every one kept; ``questions`` (one per part) gives the perfect-split reference."""
     rows = []
-    for line in Path(path).read_text().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            parts = tuple(frozenset(p) for p in row["parts"])
-            rows.append(CompoundQuery(row["conversation"], row["text"], (parts[0], parts[1]),
-                                      row.get("template", "file")))
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        parts = tuple(frozenset(p) for p in row["parts"])
+        if len(parts) < 2:
+            raise ValueError(f"{path}:{number}: parts: a compound query has two or more parts")
+        questions = row.get("questions")
+        if questions is not None and len(questions) != len(parts):
+            raise ValueError(f"{path}:{number}: questions: one per part ({len(parts)}), not {len(questions)}")
+        rows.append(CompoundQuery(row["conversation"], row["text"], parts, row.get("template", "file"),
+                                  tuple(questions) if questions else None))
     return rows

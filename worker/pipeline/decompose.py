@@ -10,7 +10,10 @@ first that yields two or more parts wins:
 5. sequential "then" / "after that"  sequential merge
 6. multi-entity                      "BTC and SOL analysis" -> per entity
 
-Parts must be longer than 3 characters; at most ``max_parts`` are kept.
+Parts must be longer than 3 characters; at most ``max_parts`` are kept. A
+part that refers back ("... and where did I set its stop?") keeps the
+subject the question named once: its reference is resolved from the parts
+before it, as a conversation's would be (``worker.pipeline.rewrite``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ferret.contract import Turn
 from worker.pipeline.classify import QUESTION_WORD, Classification
+from worker.pipeline.rewrite import rewrite
 
 MAX_DECOMPOSABLE_CHARS = 500
 MIN_PART_CHARS = 4
@@ -87,5 +92,13 @@ def decompose(query: str, classification: Classification, max_parts: int) -> Dec
     for strategy, merge, parts in attempts:
         unique = list(dict.fromkeys(parts))
         if len(unique) > 1:
-            return Decomposition(parts=tuple(unique[:max_parts]), strategy=strategy, merge=merge)
+            return Decomposition(parts=tuple(_shared_subject(unique[:max_parts])), strategy=strategy, merge=merge)
     return single
+
+
+def _shared_subject(parts: list[str]) -> list[str]:
+    """Each part after the first with its references resolved from the parts before it."""
+    resolved = parts[:1]
+    for part in parts[1:]:
+        resolved.append(rewrite(part, [Turn(content=p) for p in resolved]).query)
+    return resolved

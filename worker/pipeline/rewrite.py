@@ -9,7 +9,8 @@ replaced by the entity it points at. Entities come from the user's turns
 (the assistant's when the user named none), newest mention first: "it" is
 the last one mentioned, "the other one" the one before it, "them"/"both"
 the entities of the last turn that named two or more; he/she/his/her
-point at a name, it/its at a thing (a ticker first). A reference with no
+point at a name (the subject of the last turn that named one), it/its at a
+thing (a ticker first; never a name). A reference with no
 antecedent is left as it is. The rewriter is deterministic and costs
 microseconds; it is the default (seed 002 uses an LLM here).
 """
@@ -47,23 +48,27 @@ class Rewrite:
     sub_questions: int  # how many things the rewritten query asks (at least 1)
 
 
-def _recent_entities(history: Sequence[Turn]) -> tuple[list[str], list[str]]:
-    """(entities newest mention first, entities of the newest turn that named two or more)."""
+def _recent_entities(history: Sequence[Turn]) -> tuple[list[str], list[str], list[str]]:
+    """(entities newest mention first, entities of the newest turn that named two or more, names (not
+    all-caps) of the newest turn that named one, in the order it named them: its subject first)."""
     for roles in (("user",), ("assistant",)):
         order: list[str] = []
         group: list[str] = []
+        names: list[str] = []
         for turn in reversed(history):
             if turn.role not in roles:
                 continue
             found = list(entities_of(turn.content, at_sentence_start=True))
             if len(found) >= 2 and not group:
                 group = found
+            if not names:
+                names = [e for e in found if not e.isupper()]
             for entity in reversed(found):
                 if entity not in order:
                     order.append(entity)
         if order:
-            return order, group
-    return [], []
+            return order, group, names
+    return [], [], []
 
 
 def sub_question_count(query: str) -> int:
@@ -75,7 +80,7 @@ def sub_question_count(query: str) -> int:
 def rewrite(query: str, history: Sequence[Turn]) -> Rewrite:
     resolved: list[tuple[str, str]] = []
     if history:
-        order, group = _recent_entities(history)
+        order, group, names = _recent_entities(history)
         named = {e.lower() for e in entities_of(query)}
         candidates = [e for e in order if e.lower() not in named]
 
@@ -96,10 +101,11 @@ def rewrite(query: str, history: Sequence[Turn]) -> Rewrite:
         if _PLURAL.search(query):
             both = group or order[:2]
             replace(_PLURAL, " and ".join(both) if len(both) >= 2 else None)
-        # he/she point at a name (Capitalised), it at a thing (a ticker first); else the last one mentioned
-        people = [e for e in candidates if not e.isupper()]
-        things = [e for e in candidates if e.isupper()] or candidates
-        person = people[0] if people else None
+        # he/she point at a name: the subject (first named) of the last turn that named one; it/its at a
+        # thing: the last ticker or acronym mentioned, else the last entity that is not that person
+        people = [e for e in names if e.lower() not in named]
+        person = people[0] if people and (_PERSON.search(query) or _PERSON_POSSESSIVE.search(query)) else None
+        things = [e for e in candidates if e.isupper()] or [e for e in candidates if e not in names]
         thing = things[0] if things else None
         replace(_PERSON_POSSESSIVE, person, "'s")
         replace(_PERSON, person)

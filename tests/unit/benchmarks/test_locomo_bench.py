@@ -91,3 +91,28 @@ def test_affinity_effect_builds_links_from_earlier_questions_and_scores_the_rest
     assert set(report["by_weight"]) == {"0", "0.5"}
     assert report["by_weight"]["0"]["changed_top10"] == 0
     assert "| 0.5 |" in markdown(report)
+
+
+def test_a_compound_file_keeps_every_part_and_its_questions(tmp_path):
+    import pytest
+
+    path = tmp_path / "c.jsonl"
+    row = {"conversation": "c", "text": "a? b? c?", "parts": [["D1:1"], ["D1:2"], ["D1:3", "D1:4"]],
+           "questions": ["a?", "b?", "c?"]}
+    path.write_text(json.dumps(row) + "\n")
+    (query,) = read_compound_file(path)
+    assert len(query.parts) == 3 and query.questions == ("a?", "b?", "c?")
+    path.write_text(json.dumps({**row, "questions": ["a?"]}) + "\n")
+    with pytest.raises(ValueError, match=r"c\.jsonl:1: questions"):
+        read_compound_file(path)
+
+
+def test_n_part_scores():
+    from benchmarks.locomo import CompoundQuery
+
+    three = CompoundQuery("c", "q", (frozenset({"a"}), frozenset({"b"}), frozenset({"z"})), "file")
+    two = CompoundQuery("c", "q", (frozenset({"a"}), frozenset({"b"})), "file")
+    scored = score_compounds([Answer(("a", "b", "x"), 0, 0.0)] * 2, [three, two])
+    assert scored["both@5"] == 0.5  # every part: the two-part one only
+    assert scored["by_parts"]["3"]["all@5"] == 0.0 and scored["by_parts"]["3"]["both@5"] == 1.0
+    assert scored["by_parts"]["2"]["all@5"] == 1.0

@@ -57,3 +57,16 @@ def test_at_most_max_parts():
 def test_non_compound_is_not_split():
     query = "what did I learn and apply"  # no compound pattern
     assert not decompose(query, classify(query), 4).was_decomposed
+
+
+@pytest.mark.parametrize(("query", "parts"), [
+    ("What is my BTC thesis and where did I set its stop?", ("What is my BTC thesis", "where did I set BTC's stop")),
+    ("When did Caroline move to Sweden and what did she study there?",
+     ("When did Caroline move to Sweden", "what did Caroline study there")),
+    ("What's my BTC thesis and how did my last SOL trade go?",  # nothing to carry over
+     ("What's my BTC thesis", "how did my last SOL trade go")),
+    ("What did Melanie paint and why did she paint it?",  # "it" is the painting, not a name: it stays
+     ("What did Melanie paint", "why did Melanie paint it")),
+])
+def test_a_part_keeps_the_subject_the_question_named_once(query, parts):
+    assert _parts(query) == parts
