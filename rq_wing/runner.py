@@ -105,6 +105,10 @@ class _Observed:
     def execute_job(self, job: Job, queue: Queue) -> Any:
         job.ferret_resources = self.ferret_context  # type: ignore[attr-defined]  # what the job runs with
         self.ferret_metrics.busy.set(1)
+        # Busy from here, in the eyes of RQ's signal handler: a SIGTERM between taking the job and its start
+        # transaction is then a warm shut-down (this job runs, then the worker stops), not an exception that
+        # would cut the start transaction in the middle.
+        self._state = WorkerStatus.BUSY
         stopped_before_its_end = False
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]
@@ -120,17 +124,20 @@ class _Observed:
                     self._record(job)
 
     def _put_back_if_not_started(self, job: Job, queue: Queue) -> None:
-        """A SIGTERM that lands while the worker is still idle in RQ's eyes
-        (between taking a job off the queue and its start transaction) stops
-        the worker there. The job did not run: it goes back to the front of
-        its queue, for this worker's successor. One whose start went through
-        is the reaper's (its worker is gone: it runs again)."""
-        if job.get_status(refresh=True) != JobStatus.QUEUED:
+        """A stop that still reaches a job before its start (StopRequested
+        raised there) must not end it: it goes back to the front of its
+        queue, for this worker's successor. One whose start went through is
+        the reaper's (its worker is gone: it runs again)."""
+        try:
+            if job.get_status(refresh=True) != JobStatus.QUEUED:
+                return
+            with self.ferret_context.client.pipeline() as pipeline:
+                pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
+                pipeline.lpush(queue.key, job.id)
+                pipeline.execute()
+        except Exception:  # the intermediate-queue sweep is the last resort
+            logger.exception("job=%s stopped before it started and could not be put back", job.id)
             return
-        with self.ferret_context.client.pipeline() as pipeline:
-            pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
-            pipeline.lpush(queue.key, job.id)
-            pipeline.execute()
         logger.warning("job=%s stopped before it started; back on %s", job.id, queue.name)
 
     @contextmanager

@@ -98,3 +98,27 @@ def test_a_stop_between_dequeue_and_start_puts_the_job_back(producer, redis_clie
         assert redis_client.llen(queue.intermediate_queue_key) == 0
     build_worker(redis_client, settings, ["batch"]).work(burst=True)
     assert producer.wait(handle, 10).status == "ok"
+
+
+def test_a_sigterm_between_dequeue_and_start_is_a_warm_shutdown(producer, redis_client, settings, sample_namespace):
+    """The signal lands (RQ's handler runs) while the job's start transaction is being made: the job runs to
+    its end, then the worker stops."""
+    import signal as signals
+
+    from rq_wing.runner import build_worker
+
+    first = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
+    second = producer.enqueue({"query": "SOL trade", "namespace": sample_namespace, "queue": "batch"})
+    for worker_class in ("simple", "fork"):
+        worker = build_worker(redis_client, settings, ["batch"], worker_class)
+        start = worker.prepare_execution
+
+        def signalled(job, _start=start, _worker=worker):
+            _worker.request_stop(signals.SIGTERM, None)  # what the kernel's SIGTERM would run here
+            return _start(job)
+
+        worker.prepare_execution = signalled  # type: ignore[method-assign]
+        worker.work(burst=False)  # returns only because it was asked to stop
+        done = [producer.result(h) for h in (first, second)]
+        assert sum(r is not None for r in done) == (1 if worker_class == "simple" else 2), worker_class
+        assert all(r.status == "ok" for r in done if r is not None)
