@@ -21,6 +21,8 @@ from ferret.records import NO_FILTERS, Hit
 from ferret.settings import PipelineSettings
 from ferret.text import strip_question_words
 from worker.backends.memory import InMemoryBackend
+from worker.pipeline.classify import classify
+from worker.pipeline.decompose import decompose
 from worker.pipeline.formatting import estimate_tokens, format_context
 from worker.pipeline.orchestrator import run_pipeline
 
@@ -149,7 +151,15 @@ def evaluate(dataset: Dataset, compounds: Sequence[CompoundQuery], base: Pipelin
     if compounds and all(q.questions for q in compounds):
         oracle = [_oracle_split(backends[q.conversation], q, base.search_limit_per_query) for q in compounds]
         report["reference_perfect_split"] = {"compound": {**score_compounds(oracle, compounds), **_common(oracle)}}
+    report["false_split"] = false_splits(dataset.questions, base.max_sub_queries)
     return report
+
+
+def false_splits(questions: Sequence[Question], max_parts: int) -> dict[str, Any]:
+    """Single questions that decomposition would split (each of them a false split)."""
+    split = [q.text for q in questions if decompose(q.text, classify(q.text), max_parts).was_decomposed]
+    return {"split": len(split), "of": len(questions), "rate": round(len(split) / max(1, len(questions)), 4),
+            "examples": split[:10]}
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -157,7 +167,7 @@ def markdown(report: dict[str, Any]) -> str:
              "| results | ctx tokens | ms (median) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in report.items():
-        if "single" not in row:
+        if "single" not in row or "compound" not in row:
             continue
         s, c = row["single"], row["compound"]
         lines.append(f"| {name} | {s['recall@5']:.3f} | {s['recall@10']:.3f} | {s['recall@20']:.3f} | "
@@ -169,14 +179,19 @@ def markdown(report: dict[str, Any]) -> str:
         c = oracle["compound"]
         lines.append(f"| reference: perfect split, interleaved | | | | | {c['both@5']:.3f} | {c['both@10']:.3f} | "
                      f"{c['both@20']:.3f} | {c['recall@10']:.3f} | | | |")
-    sizes = sorted({size for row in report.values() for size in row["compound"].get("by_parts", {})}, key=int)
+    rows = {name: row for name, row in report.items() if "compound" in row}
+    sizes = sorted({size for row in rows.values() for size in row["compound"].get("by_parts", {})}, key=int)
     if any(int(size) > 2 for size in sizes):
         lines += ["", "compound queries by number of parts (all@k: every part found; both@k: at least two):", "",
                   "| system | parts | n | all@5 | all@10 | all@20 | both@10 |", "|---|---|---|---|---|---|---|"]
-        for name, row in report.items():
+        for name, row in rows.items():
             for size in sizes:
                 part = row["compound"].get("by_parts", {}).get(size)
                 if part:
                     lines.append(f"| {name} | {size} | {part['n']:.0f} | {part['all@5']:.3f} | {part['all@10']:.3f} | "
                                  f"{part['all@20']:.3f} | {part['both@10']:.3f} |")
+    false = report.get("false_split")
+    if false:
+        lines += ["", f"false splits: {false['split']} of {false['of']} single questions would be decomposed "
+                      f"(rate {false['rate']:.4f})"]
     return "\n".join(lines)

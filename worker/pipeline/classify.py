@@ -75,7 +75,7 @@ _DISQUALIFIERS: dict[str, re.Pattern[str]] = {
               r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b(?=\s+\d)",
               r"\b(?:january|february|march|april|june|july|august|september|october|november|december)\b",
               r"\bwhen\b"),
-    "D4": _rx(r"\?[^?]+\?",
+    "D4": _rx(r"\?[^?]+\?", rf"\S[ \t]*\n\s*(?:{QUESTION_WORD})\b",
               rf"\w\W*(?:,|;|\band\b|\bbut\b|\bor\b)\s+(?:{QUESTION_WORD})\b",
               r"\balso\b[^?]*\?", r",\s*also\b", r"\bas well as\b",
               r"\b(?:and )?then\s+(?:" + QUESTION_WORD + r"|what|did|do|does|is|was)\b"),
@@ -188,9 +188,14 @@ def _query_type(query: str) -> tuple[QueryType, float]:
     return QueryType.UNKNOWN, 0.3
 
 
+# A question about what two entities do or have together is one question, not one per entity.
+_JOINT = re.compile(r"\b(?:both|together|in common|each other|one another|share[sd]?|sharing|same|they|their|them|"
+                    r"ensemble|tous les deux|juntos|juntas|ambos|zusammen|beide)\b", re.IGNORECASE)
+
+
 def _multi_entity(query: str, entities: tuple[str, ...]) -> bool:
-    """Two entities joined by and/&/vs: "BTC and SOL analysis"."""
-    if len(entities) < 2:
+    """Two entities joined by and/&/vs: "BTC and SOL analysis" (not "What do Jon and Gina both like?")."""
+    if len(entities) < 2 or _JOINT.search(query):
         return False
     names = "|".join(re.escape(e) for e in entities)
     return re.search(rf"\b(?:{names})\s*(?:,|\band\b|&|\bvs\.?\b|\bversus\b)\s*(?:{names})\b", query) is not None

@@ -4,6 +4,7 @@ Only compound (D4) queries of at most 500 characters are split. Strategies,
 first that yields two or more parts wins:
 
 1. several question marks            "What's BTC at? Did SOL close?"
+   or one question per line          "What is my BTC thesis\nHow did SOL go"
 2. conjunction + question word       "X and how did Y go?"   (part keeps "how")
 3. "also"                            "Check BTC, also look at ETH"
 4. "as well as"                      union
@@ -63,7 +64,14 @@ def _split(pattern: re.Pattern[str], query: str) -> list[str]:
     return _clean(pattern.split(query))
 
 
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_QUESTION_LINE = re.compile(rf"^\s*(?:{QUESTION_WORD})\b", re.IGNORECASE)
+
+
 def _by_question_marks(query: str) -> list[str]:
+    lines = [_BULLET.sub("", line) for line in query.splitlines() if line.strip()]
+    if len(lines) > 1 and sum(1 for line in lines if _QUESTION_LINE.match(line) or line.rstrip().endswith("?")) > 1:
+        return _clean([part for line in lines for part in (line.split("?") if line.count("?") > 1 else [line])])
     if query.count("?") < 2:
         return []
     return _clean(query.split("?"))

@@ -70,3 +70,32 @@ def test_non_compound_is_not_split():
 ])
 def test_a_part_keeps_the_subject_the_question_named_once(query, parts):
     assert _parts(query) == parts
+
+
+@pytest.mark.parametrize(("query", "parts"), [
+    ("What is my BTC thesis\nHow did my SOL trade go", ("What is my BTC thesis", "How did my SOL trade go")),
+    ("What is my BTC thesis\nand how did my SOL trade go\nwhere did I set the ETH stop",
+     ("What is my BTC thesis", "how did my SOL trade go", "where did I set the ETH stop")),
+    ("- what is my BTC thesis?\n- which breakouts did I miss?",
+     ("what is my BTC thesis", "which breakouts did I miss")),
+    ("1. When did Caroline move?\n2. What did she study?", ("When did Caroline move", "What did Caroline study")),
+])
+def test_one_question_per_line_is_compound(query, parts):
+    assert _parts(query) == parts
+
+
+@pytest.mark.parametrize("query", ["BTC thesis\nSOL trade", "Tell me about BTC\nthanks",
+                                   "What is my BTC thesis\nin short"])
+def test_lines_that_are_not_questions_are_not_split(query):
+    assert _parts(query) == (query,)
+
+
+@pytest.mark.parametrize("query", ["What do Jon and Gina both like?", "When did Caroline and Melanie go to a pride "
+                                   "festival together?", "What do Jon and Gina have in common?",
+                                   "How do Melanie and Caroline describe their journey?"])
+def test_a_question_about_two_people_together_is_one_question(query):
+    assert _parts(query) == (query,)
+
+
+def test_a_list_of_topics_is_still_split():
+    assert len(_parts("BTC and SOL analysis")) == 2
