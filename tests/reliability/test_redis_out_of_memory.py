@@ -48,7 +48,9 @@ def _ferret(*args: str) -> list[str]:
 
 
 def _rows(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    """The complete lines written so far (the batch may be in the middle of writing the last one)."""
+    text = path.read_text() if path.exists() else ""
+    return [json.loads(line) for line in text.split("\n")[:-1] if line.strip()]
 
 
 def _stop(processes) -> None:
