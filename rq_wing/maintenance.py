@@ -60,8 +60,17 @@ def sweep(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], No
     return written
 
 
+def rescue_stranded(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], None], now: float,
+                    grace_seconds: float) -> list[RetrievalResult]:
+    """The intermediate-queue step on a clock, for the reaper's frequent pass: a job taken off the queue
+    that has not started ``grace_seconds`` after it was first seen there (its worker stopped or died
+    between taking and starting it; a live worker starts a job within milliseconds) goes back to the front
+    of its queue, and entries of finished jobs are tidied as they are met."""
+    return _sweep_intermediate(queue, ctx, on_refused, now, grace_seconds)
+
+
 def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], None],
-                        now: float) -> list[RetrievalResult]:
+                        now: float, grace_seconds: float | None = None) -> list[RetrievalResult]:
     written: list[RetrievalResult] = []
     intermediate = IntermediateQueue(queue.key, connection=queue.connection)
     connection = queue.connection
@@ -78,8 +87,16 @@ def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable
         if ctx.results.exists(job.id):
             connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]  # finished; only the entry was left behind
             continue
-        if intermediate.set_first_seen(job.id):
-            continue  # maybe just taken: judge it at the next pass
+        if grace_seconds is None:
+            if intermediate.set_first_seen(job.id):
+                continue  # maybe just taken: judge it at the next pass
+        else:
+            first_seen = intermediate.get_first_seen(job.id)
+            if first_seen is None:
+                intermediate.set_first_seen(job.id)
+                continue
+            if now - first_seen.timestamp() < grace_seconds:
+                continue  # maybe just taken: its worker starts it in a moment
         connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]
         deadline = deadline_of(job.args[0])
         if deadline is not None and deadline > now:

@@ -24,9 +24,11 @@ from rq.serializers import JSONSerializer
 from ferret.contract import RetrievalResult
 from ferret.envelope import deadline_of
 from rq_wing.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
+from rq_wing.maintenance import rescue_stranded
 from worker.core.resources import WorkerResources
 from worker.core.results import lost_result
 
+STRANDED_GRACE_SECONDS = 10.0  # a live worker starts a job it took within milliseconds
 logger = logging.getLogger(__name__)
 
 LOCK_KEY = "ferret:reaper:lock"
@@ -62,6 +64,12 @@ def reap(ctx: WorkerResources, queues: Sequence[Queue], now: float | None = None
                 continue
             if result is not None:
                 written.append(result)
+        try:  # jobs taken off the queue but never started (their worker stopped in between)
+            written.extend(rescue_stranded(queue, ctx, on_refused, now, STRANDED_GRACE_SECONDS))
+        except REDIS_FAULTS:
+            raise
+        except Exception:
+            logger.exception("reaper: the intermediate queue of %s failed", queue.name)
     return written
 
 

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from ferret_cli import exit_codes
@@ -124,6 +125,7 @@ def test_it_stays_while_a_client_is_connected_and_stops_when_idle(embedded_env):
     assert (_socket(env).parent / "ferret.rdb").exists()
 
 
+@pytest.mark.timeout(300)  # a 400-line batch across a worker's stop, on a busy 2-core CI machine
 def test_a_batch_survives_sigterm_to_the_worker_that_started_the_server(tmp_path, embedded_env):
     assert _ferret(["ingest", str(SAMPLE), "-n", "sample", "--quiet"], embedded_env).returncode == 0
     _ferret(["redis", "stop"], embedded_env)

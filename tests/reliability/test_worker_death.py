@@ -122,3 +122,33 @@ def test_a_sigterm_between_dequeue_and_start_is_a_warm_shutdown(producer, redis_
         done = [producer.result(h) for h in (first, second)]
         assert sum(r is not None for r in done) == (1 if worker_class == "simple" else 2), worker_class
         assert all(r.status == "ok" for r in done if r is not None)
+
+
+def test_a_job_stranded_between_dequeue_and_start_is_put_back_within_seconds(producer, redis_client, settings,
+                                                                           sample_namespace):
+    """A worker that stopped (or died) after taking a job off the queue and before starting it leaves the
+    job in RQ's intermediate queue: the reaper's pass puts it back once it has been there 10 s."""
+    import time as clock
+
+    from rq import Queue
+    from rq.serializers import JSONSerializer
+
+    from rq_wing.reaper import LOCK_KEY, STRANDED_GRACE_SECONDS, reap
+    from rq_wing.runner import build_worker
+    from worker.core.resources import build_resources
+
+    handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    redis_client.lmove(queue.key, queue.intermediate_queue_key, "LEFT", "RIGHT")  # what a worker's dequeue does
+    assert queue.job_ids == [] and redis_client.lrange(queue.intermediate_queue_key, 0, -1) == [handle.job_id.encode()]
+    ctx = build_resources(settings, redis_client)
+    now = clock.time()
+    reap(ctx, [queue], now=now)  # first seen
+    redis_client.delete(LOCK_KEY)
+    reap(ctx, [queue], now=now + STRANDED_GRACE_SECONDS / 2)  # still within the grace: a worker may be starting it
+    assert queue.job_ids == []
+    redis_client.delete(LOCK_KEY)
+    reap(ctx, [queue], now=now + STRANDED_GRACE_SECONDS + 1)
+    assert queue.job_ids == [handle.job_id] and redis_client.llen(queue.intermediate_queue_key) == 0
+    build_worker(redis_client, settings, ["batch"]).work(burst=True)
+    assert producer.wait(handle, 10).status == "ok"
