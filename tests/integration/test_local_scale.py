@@ -94,6 +94,9 @@ def test_a_build_outlives_the_worker_that_started_it(env, producer, redis_client
         time.sleep(0.1)
     manifest = snapshots.read_manifest(redis_client, "huge")
     assert manifest is not None and manifest.memories == 8_000
+    released = time.monotonic() + 15  # the builder stores the manifest, then lets its lock go
+    while redis_client.exists(keys.index_build_lock("huge")) and time.monotonic() < released:
+        time.sleep(0.05)
     assert not redis_client.exists(keys.index_build_lock("huge")), "the builder let its lock go"
     start_workers(1, "--worker-class", "fork")
     served = _ask(producer, "harbour ledger", "huge")
