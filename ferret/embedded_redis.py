@@ -30,6 +30,8 @@ from pathlib import Path
 import redis
 
 from ferret.errors import ConfigError
+from ferret.pids import pid_alive
+from ferret.redis_conn import answers_at_once
 from ferret.redis_keeper import KEEPER_NAME, SOCKET_FILE, STATE_FILE
 
 _START_TIMEOUT_SECONDS = 10.0
@@ -62,15 +64,7 @@ def wait_until_answering(client: redis.Redis, server: subprocess.Popen[bytes],
 
 
 def _answers(socket_path: Path) -> bool:
-    if not socket_path.exists():
-        return False
-    client = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=1, socket_connect_timeout=1)
-    try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
-    finally:
-        client.close()
+    return socket_path.exists() and answers_at_once(f"unix://{socket_path}")
 
 
 @dataclass(frozen=True)
@@ -164,13 +158,17 @@ class SharedRedis:
         if not self.running():
             return False
         keeper_pid = _int_or_none(self._state().get("keeper_pid"))
-        if keeper_pid is not None and _alive(keeper_pid):
+
+        def keeper_alive() -> bool:
+            return keeper_pid is not None and pid_alive(keeper_pid, reap_own_child=True)
+
+        if keeper_pid is not None and keeper_alive():
             os.kill(keeper_pid, signal.SIGTERM)  # the keeper saves and shuts the server down
         else:  # started some other way: ask the server itself
             with suppress(redis.RedisError):
                 redis.Redis(unix_socket_path=str(self.socket), socket_timeout=_STOP_TIMEOUT_SECONDS).shutdown(save=True)
         deadline = time.monotonic() + _STOP_TIMEOUT_SECONDS
-        while time.monotonic() < deadline and (self.running() or (keeper_pid and _alive(keeper_pid))):
+        while time.monotonic() < deadline and (self.running() or keeper_alive()):
             time.sleep(0.05)
         return True
 
@@ -182,19 +180,6 @@ def _number(value: object) -> float | None:
 def _int_or_none(value: object) -> int | None:
     number = _number(value)
     return int(number) if number is not None else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with suppress(ChildProcessError):  # our own child that has exited: reap it
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    return True
 
 
 class EmbeddedRedis:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from ferret.errors import ConfigError
 from ferret.redis_retry import PatientRetry
@@ -46,3 +48,14 @@ def client_for(url: str) -> redis.Redis:
         return redis.Redis.from_url(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
     except ValueError as exc:
         raise ConfigError(f"invalid redis URL {redacted(url)}: {exc}") from exc
+
+
+def answers_at_once(url: str) -> bool:
+    """One ping, no retries, one-second timeouts: does Redis answer right now?"""
+    quick = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0))
+    try:
+        return bool(quick.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        quick.close()

@@ -23,21 +23,6 @@ def settings_of(ctx: click.Context) -> Settings:
     return ctx.find_root().obj["settings"]
 
 
-def _answers_at_once(url: str) -> bool:
-    """One ping, no retries: does Redis answer right now?"""
-    import redis
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    quick = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0))
-    try:
-        return bool(quick.ping())
-    except redis.RedisError:
-        return False
-    finally:
-        quick.close()
-
-
 def shared_redis(settings: Settings) -> SharedRedis:
     from ferret.embedded_redis import SharedRedis
 
@@ -64,7 +49,7 @@ def connected(ctx: click.Context) -> Iterator[redis.Redis]:
     line and its exit code (2 for a bad URL, 3 when Redis does not answer)."""
     import redis
 
-    from ferret.redis_conn import client_for, redacted
+    from ferret.redis_conn import answers_at_once, client_for, redacted
     from ferret.redis_retry import RECONNECT_SECONDS
 
     settings = settings_of(ctx)
@@ -73,7 +58,7 @@ def connected(ctx: click.Context) -> Iterator[redis.Redis]:
         client = client_for(url)
     except FerretError as exc:
         fail(exc)
-    if not _answers_at_once(url):
+    if not answers_at_once(url):
         click.echo(f"Redis at {redacted(url)} is not answering; retrying for about "
                    f"{RECONNECT_SECONDS} s ...", err=True)
         try:

@@ -30,14 +30,19 @@ def _configured(ctx: click.Context) -> str | None:
     return settings_of(ctx).redis.url
 
 
+def _refuse_if_configured(ctx: click.Context, why: str) -> None:
+    """``start`` and ``stop`` concern the embedded server only: with a configured Redis, a usage error."""
+    configured = _configured(ctx)
+    if configured:
+        click.echo(f"error: Ferret is configured to use the Redis at {redacted(configured)}; {why}", err=True)
+        sys.exit(exit_codes.USAGE)
+
+
 @redis.command()
 @click.pass_context
 def start(ctx: click.Context) -> None:
     """Start the embedded server (if it is not running) and print its URL."""
-    if _configured(ctx):
-        click.echo(f"error: Ferret is configured to use the Redis at {redacted(_configured(ctx) or '')}; "
-                   "nothing embedded to start", err=True)
-        sys.exit(exit_codes.USAGE)
+    _refuse_if_configured(ctx, "nothing embedded to start")
     click.echo(redis_url(settings_of(ctx)))
 
 
@@ -80,10 +85,7 @@ def status(ctx: click.Context) -> None:
 @click.pass_context
 def stop(ctx: click.Context) -> None:
     """Stop the embedded server, its data saved."""
-    if _configured(ctx):
-        click.echo(f"error: Ferret is configured to use the Redis at {redacted(_configured(ctx) or '')}; "
-                   "it is not Ferret's to stop", err=True)
-        sys.exit(exit_codes.USAGE)
+    _refuse_if_configured(ctx, "it is not Ferret's to stop")
     shared = shared_redis(settings_of(ctx))
     if shared.stop():
         click.echo(f"stopped the embedded Redis; data saved in {shared.directory}")

@@ -21,7 +21,7 @@ from ferret.errors import AgentFailed, BackendError
 from ferret.records import Filters, Hit
 from ferret.settings import Settings
 from ferret.tracing import Tracer
-from worker.agent.loop import AgentLoop
+from worker.agent.loop import AgentLoop, empty_stats
 from worker.backends.base import Backend
 from worker.llm.chat import ChatClient
 from worker.pipeline.budget import Budget
@@ -55,10 +55,8 @@ def _fallback(fast: PipelineResult, reason: str, stats: dict[str, Any]) -> Agent
 
 def run_agent(settings: Settings, chat: ChatClient | None, request: RetrievalRequest, backend: Backend,
               fast: PipelineResult, budget: Budget, tracer: Tracer, record_text: bool) -> AgentAnswer:
-    blank = {"outcome": "fallback", "steps": 0, "parallel_steps": 0, "backtracked": False,
-             "reflection_concluded": False, "forced_conclusion": False, "llm_calls": 0, "llm_ms": []}
     if chat is None:
-        return _fallback(fast, "the agent's chat client is not configured", blank)
+        return _fallback(fast, "the agent's chat client is not configured", empty_stats("fallback"))
     limit = request.options.max_results or settings.pipeline.max_results
 
     def search(query: str, filters: Filters | None) -> list[Hit]:

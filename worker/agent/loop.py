@@ -39,6 +39,12 @@ KEEP_FULL_STEPS = 2
 Chat = Callable[[list[dict[str, str]], float], str]  # (messages, timeout) -> reply text
 
 
+def empty_stats(outcome: str) -> dict[str, Any]:
+    """``stats.agent`` of a run that took no step: every field it always has."""
+    return {"outcome": outcome, "steps": 0, "parallel_steps": 0, "backtracked": False, "reflection_concluded": False,
+            "forced_conclusion": False, "llm_calls": 0, "llm_ms": []}
+
+
 class _OutOfTime(Exception):
     """The job's deadline (less the reserve) came: the run ends ``deadline``."""
 
@@ -94,9 +100,7 @@ class AgentLoop:
         self.gathered: dict[str, Hit] = {}
         self.searches: list[str] = []
         self.tools = Tools(self._search_recorded(search), lambda: self.gathered, settings.preview_chars)
-        self.stats: dict[str, Any] = {"outcome": "ok", "steps": 0, "parallel_steps": 0, "backtracked": False,
-                                      "reflection_concluded": False, "forced_conclusion": False, "llm_calls": 0,
-                                      "llm_ms": []}
+        self.stats: dict[str, Any] = empty_stats("ok")
 
     # -- plumbing -------------------------------------------------------------------------------------------------
 

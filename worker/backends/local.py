@@ -29,6 +29,7 @@ import redis
 
 from ferret import keys
 from ferret.errors import BackendUnavailable
+from ferret.pids import pid_alive
 from ferret.records import Filters, Hit, Memory
 from ferret.settings import CoRetrievalSettings, LocalSettings
 from worker.backends.base import Backend
@@ -127,16 +128,6 @@ class LocalBackend:
 INDEX_DIR_PREFIX = "ferret-index-"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 SHARED_MEMORY = Path("/dev/shm")
 
 
@@ -162,7 +153,7 @@ def default_index_root(settings: LocalSettings) -> Path:
     with contextlib.suppress(OSError):
         for stale in base.glob(f"{INDEX_DIR_PREFIX}{host}-*-*"):
             pid = stale.name.rsplit("-", 2)[-2]
-            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
                 shutil.rmtree(stale, ignore_errors=True)
     return base / f"{INDEX_DIR_PREFIX}{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 

@@ -24,6 +24,7 @@ from ferret.job_ids import binds
 from ferret.stats import JobStats
 from ferret.tracing import Span, SpanCollector, new_span_id
 from worker.agent.job import AgentAnswer, agent_wanted, run_agent
+from worker.agent.loop import empty_stats
 from worker.core.report import JobReport
 from worker.core.resources import WorkerResources
 from worker.core.results import (
@@ -116,8 +117,7 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
         status = "partial" if agent.partial else status
         stats = stats.with_(agent=agent.stats)
     elif request.options.agent:
-        stats = stats.with_(agent={"outcome": "disabled", "steps": 0, "parallel_steps": 0, "backtracked": False,
-                                   "reflection_concluded": False, "forced_conclusion": False, "llm_calls": 0})
+        stats = stats.with_(agent=empty_stats("disabled"))
     if readiness is not None:
         stats = stats.with_(index=readiness.how, index_evictions=readiness.evictions or None,
                             index_changes=readiness.changes or None)

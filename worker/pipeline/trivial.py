@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 _CLOCK = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp]\.?[Mm]\.?)?"
 _ZONE = r"(?:Z|[+-]\d{2}:?\d{2}|\s*UTC)?"
@@ -35,6 +36,12 @@ def _words(text: str) -> str:
     return " ".join(_NOT_WORDS.sub(" ", text.lower()).split())
 
 
+@lru_cache(maxsize=8)
+def _word_set(messages: tuple[str, ...]) -> frozenset[str]:
+    """The settings' trivial messages as compared (built once per list, not per job)."""
+    return frozenset(_words(t) for t in messages)
+
+
 def prepare(message: str, trivial_messages: Iterable[str], strip_timestamps: bool = True) -> Prepared:
     query, stripped = message, ""
     if strip_timestamps:
@@ -44,6 +51,6 @@ def prepare(message: str, trivial_messages: Iterable[str], strip_timestamps: boo
     words = _words(query)
     if not words:
         return Prepared(query, "empty", stripped)
-    if words in {_words(t) for t in trivial_messages}:
+    if words in _word_set(tuple(trivial_messages)):
         return Prepared(query, "trivial", stripped)
     return Prepared(query.strip(), None, stripped)
