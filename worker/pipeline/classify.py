@@ -189,23 +189,25 @@ def _query_type(query: str) -> tuple[QueryType, float]:
 
 
 # A question about what two entities do or have together is one question, not one per entity.
-_JOINT = re.compile(r"\b(?:both|together|in common|each other|one another|share[sd]?|sharing|same|they|their|them|"
-                    r"ensemble|tous les deux|juntos|juntas|ambos|zusammen|beide)\b", re.IGNORECASE)
+_JOINT = re.compile(r"\b(?:both|together|in common|each other|one another|share[sd]?|sharing|same|similar|between|"
+                    r"they|their|them|ensemble|tous les deux|juntos|juntas|ambos|zusammen|beide)\b", re.IGNORECASE)
 
 
-def _multi_entity(query: str, entities: tuple[str, ...]) -> bool:
+def joins_entities(query: str, entities: tuple[str, ...]) -> bool:
     """Two entities joined by and/&/vs: "BTC and SOL analysis" (not "What do Jon and Gina both like?")."""
     if len(entities) < 2 or _JOINT.search(query):
         return False
     names = "|".join(re.escape(e) for e in entities)
-    return re.search(rf"\b(?:{names})\s*(?:,|\band\b|&|\bvs\.?\b|\bversus\b)\s*(?:{names})\b", query) is not None
+    # "Tim and John's favourite player": one possessive for both, a joint question.
+    found = re.search(rf"\b(?:{names})\s*(?:,|\band\b|&|\bvs\.?\b|\bversus\b)\s*(?:{names})(?:['’]s)?\b", query)
+    return found is not None and not found.group(0).endswith(("'s", "’s"))
 
 
 def classify(query: str) -> Classification:
     """Classify a query. Pure, deterministic, no I/O."""
     entities = entities_of(query)
     found = [code for code, pattern in _DISQUALIFIERS.items() if pattern.search(query)]
-    if "D4" not in found and _multi_entity(query, entities):
+    if "D4" not in found and joins_entities(query, entities):
         found.append("D4")
     query_type, confidence = _query_type(query)
     return Classification(

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ferret.contract import Turn
-from worker.pipeline.classify import QUESTION_WORD, Classification
+from ferret.text import REQUEST_PHRASES
+from worker.pipeline.classify import QUESTION_WORD, Classification, joins_entities
 from worker.pipeline.rewrite import rewrite
 
 MAX_DECOMPOSABLE_CHARS = 500
@@ -64,6 +65,19 @@ def _split(pattern: re.Pattern[str], query: str) -> list[str]:
     return _clean(pattern.split(query))
 
 
+# What a question or a request opens with; a clause that opens otherwise before a comma frames the
+# question after it ("According to Gina, what makes ...", "Based on Tim's collections, what ...").
+_ASKS = re.compile(rf"^\s*(?:(?:{QUESTION_WORD}|{REQUEST_PHRASES}|is|are|was|were|did|does|do|can|could|would|will|"
+                   rf"has|have|est-ce|peux|puedes|kannst|können)\b|.*\?\s*$)", re.IGNORECASE)
+
+
+def _by_conjunction(query: str) -> list[str]:
+    parts = _split(_CONJUNCTION, query)
+    while len(parts) > 1 and not _ASKS.match(parts[0]):
+        parts = [f"{parts[0]}, {parts[1]}", *parts[2:]]
+    return parts
+
+
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _QUESTION_LINE = re.compile(rf"^\s*(?:{QUESTION_WORD})\b", re.IGNORECASE)
 
@@ -78,7 +92,7 @@ def _by_question_marks(query: str) -> list[str]:
 
 
 def _by_entity(query: str, classification: Classification) -> list[str]:
-    if len(classification.entities) < 2:
+    if not joins_entities(query, classification.entities):  # "BTC and SOL", not "John ... Lord of the Rings"
         return []
     attribute = classification.attribute or ""
     return _clean([f"{entity} {attribute}".strip() for entity in classification.entities])
@@ -91,7 +105,7 @@ def decompose(query: str, classification: Classification, max_parts: int) -> Dec
         return single
     attempts: tuple[tuple[str, MergeStrategy, list[str]], ...] = (
         ("question_marks", "union", _by_question_marks(query)),
-        ("conjunction", "union", _split(_CONJUNCTION, query)),
+        ("conjunction", "union", _by_conjunction(query)),
         ("also", "union", _split(_ALSO, query)),
         ("as_well_as", "union", _split(_AS_WELL_AS, query)),
         ("sequential", "sequential", _split(_SEQUENTIAL, query)),

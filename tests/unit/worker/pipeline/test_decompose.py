@@ -99,3 +99,29 @@ def test_a_question_about_two_people_together_is_one_question(query):
 
 def test_a_list_of_topics_is_still_split():
     assert len(_parts("BTC and SOL analysis")) == 2
+
+
+@pytest.mark.parametrize("query", ["According to John, who is his favorite character from Lord of the Rings?",
+                                   "Based on Tim's collections, what is a shop he would enjoy visiting?",
+                                   "D'après Gina, qui est son mentor ?"])
+def test_a_clause_that_frames_the_question_is_not_a_question_of_its_own(query):
+    assert _parts(query) == (query,)
+
+
+def test_a_question_after_a_question_with_a_comma_is_still_split():
+    assert _parts("Where does Caroline live, what does she do for work?") == (
+        "Where does Caroline live", "what does Caroline do for work")
+
+
+@pytest.mark.parametrize("query", ["Who is Tim and John's favorite basketball player?",
+                                   "How many weeks passed between Maria adopting Coco and Shadow?",
+                                   "What similar collectible do Tim and John own?"])
+def test_one_possessive_or_a_comparison_between_two_is_one_question(query):
+    assert _parts(query) == (query,)
+
+
+def test_names_that_are_not_joined_are_not_split_per_name():
+    first = _parts("When did John read Lord of the Rings, and who wrote it?")[0]
+    assert first == "When did John read Lord of the Rings"
+    assert _parts("Who is John's favourite character in Lord of the Rings?") == (
+        "Who is John's favourite character in Lord of the Rings?",)
