@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -35,6 +35,43 @@ ENV_CONFIG_FILE = "FERRET_CONFIG"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# Seed 002's table: query type -> (text weight, graph weight). Ferret's text side is the lexical
+# retriever, with the semantic one taking ``semantic_share`` of it when embeddings are on.
+SEED_FUSION_WEIGHTS: dict[str, tuple[float, float]] = {
+    "FACTUAL": (0.7, 0.3), "RELATIONAL": (0.2, 0.8), "COMPARATIVE": (0.3, 0.7), "EXPLORATORY": (0.1, 0.9),
+    "PROCEDURAL": (0.8, 0.2), "ANALYTICAL": (0.5, 0.5), "UNKNOWN": (0.6, 0.4),
+}
+QUERY_TYPES = tuple(SEED_FUSION_WEIGHTS)
+# What ships (chosen on the LoCoMo dev benchmark, see README "Fusion of retrievers").
+DEFAULT_FUSION_WEIGHTS: dict[str, tuple[float, float]] = {name: (1.0, 0.0) for name in QUERY_TYPES}
+
+
+class FusionSettings(_Strict):
+    """Weighted fusion of retrievers (seed 002, section 3): lexical, graph (memories linked to the
+    lexical hits) and, when embeddings are on, semantic."""
+
+    # Query type -> (text, graph) weights; a type left out keeps its shipped weights.
+    weights: dict[str, tuple[float, float]] = DEFAULT_FUSION_WEIGHTS
+    seed_overrides: bool = True  # FACTUAL & confident -> text only; EXPLORATORY -> graph; RELATIONAL, no entity -> even
+    semantic_share: float = Field(0.0, ge=0, le=1)  # of the text weight, when the semantic retriever is available
+    skip_threshold: float = Field(0.15, ge=0, le=1)  # a retriever weighted below this is not run
+    confidence_threshold: float = Field(0.3, gt=0, le=1)  # a retriever's top score below this shifts weight away
+    max_shift: float = Field(0.3, ge=0, le=1)  # shift = max_shift x (1 - confidence / threshold)
+    graph_seeds: int = Field(5, ge=1, le=50)  # the lexical hits whose links the graph retriever follows
+
+    @field_validator("weights")
+    @classmethod
+    def _known_query_types(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        """Unknown query types are an error; a type left out keeps the shipped weights."""
+        unknown = sorted(set(value) - set(QUERY_TYPES))
+        if unknown:
+            raise ValueError(f"unknown query types {unknown} (known: {', '.join(QUERY_TYPES)})")
+        for name, pair in value.items():
+            if any(w < 0 or w > 1 for w in pair) or sum(pair) <= 0:
+                raise ValueError(f"{name}: each weight in [0, 1], not both 0")
+        return {**DEFAULT_FUSION_WEIGHTS, **value}
 
 
 class PipelineSettings(_Strict):
@@ -63,6 +100,7 @@ class PipelineSettings(_Strict):
         "danke", "ja", "nein", "gut", "alles klar",
     )
     strip_timestamps: bool = True
+    fusion: FusionSettings = FusionSettings()
 
 
 class NousSettings(_Strict):

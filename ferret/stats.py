@@ -52,6 +52,10 @@ class JobStats(BaseModel):
     # Seed 000's last resort: one plain search of the question when the orchestration failed.
     fallback: str | None = None  # ok | failed | timeout
     fallback_cause: str | None = None  # why the orchestration could not answer
+    # Weighted fusion of retrievers (seed 002): weights (lexical, graph, semantic) and override, the
+    # retrievers run and skipped, per sub-query the weights after the shifts and the shifts, how many
+    # results each retriever contributed, sub-queries where every retriever was weak, retriever errors.
+    fusion: dict[str, Any] | None = None
     # The local backend's index for this job (worker.backends.index_registry).
     index: str | None = None  # warm | caught_up | disk | snapshot | built
     index_changes: int | None = None  # change-log entries applied before the search

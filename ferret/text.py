@@ -60,6 +60,13 @@ def strip_question_words(query: str) -> str:
     return _SPACES.sub(" ", simplified).strip(" ?!.,;:")
 
 
+def lexical_form(query: str) -> str:
+    """What the lexical retriever searches: the query without its question words, when
+    something is left (they match every question-like memory and rank nothing)."""
+    stripped = strip_question_words(query)
+    return stripped if len(stripped) > 3 else query
+
+
 def starts_with_question_word(text: str) -> bool:
     return _OPENING.match(text) is not None
 

@@ -5,10 +5,16 @@ best first, with scores in [0, 1] that mean the same thing from one query to
 the next (never max-normalised: the quality gate compares them with fixed
 thresholds). ``classify`` may return a remote classification or None.
 Failures are raised as ``BackendError`` subclasses.
+
+A backend may also serve the fusion's other retrievers, and says which in
+``retrievers`` (absent: lexical only): ``linked(seeds, ...)`` gives the
+memories linked to the seeds (the graph retriever), ``similar(query, ...)``
+the memories nearest the query's embedding (the semantic retriever).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ferret.records import Filters, Hit
@@ -25,3 +31,17 @@ class Backend(Protocol):
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None: ...
 
     def close(self) -> None: ...
+
+
+def retrievers_of(backend: Any) -> tuple[str, ...]:
+    """The retrievers ``backend`` serves: ``lexical`` always, ``graph`` and ``semantic`` when it says so."""
+    return tuple(getattr(backend, "retrievers", ("lexical",)))
+
+
+class GraphBackend(Protocol):
+    def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
+               timeout: float | None = None) -> list[Hit]: ...
+
+
+class SemanticBackend(Protocol):
+    def similar(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]: ...

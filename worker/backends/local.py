@@ -21,7 +21,7 @@ import shutil
 import socket
 import tempfile
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from worker.backends.base import Backend
 from worker.backends.change_log import ChangeLog
 from worker.backends.filtering import matches
 from worker.backends.index_registry import IndexRegistry, Readiness, parse_memories
+from worker.backends.linking import linked_hits, neighbour_scores
 from worker.backends.tantivy_index import MemoryIndex
 from worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
 
@@ -93,6 +94,7 @@ class LocalBackend:
     """Search one namespace's index; built per job by ``LocalBackends``."""
 
     name = "local"
+    retrievers = ("lexical", "graph")  # graph: the co-retrieval weights in Redis
 
     def __init__(self, client: redis.Redis, namespace: str, index: MemoryIndex, version: int,
                  readiness: Readiness | None = None) -> None:
@@ -108,15 +110,25 @@ class LocalBackend:
         pairs = self._index.search(query, limit, filters)
         if not pairs:
             return []
-        ids = [memory_id for memory_id, _ in pairs]
+        memories = self._read([memory_id for memory_id, _ in pairs])
+        return [Hit.of(memories[memory_id], score) for memory_id, score in pairs
+                if memory_id in memories and matches(memories[memory_id], filters)]
+
+    def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
+               timeout: float | None = None) -> list[Hit]:
+        """Memories linked to the seeds by co-retrieval weights (two round trips)."""
+        if not seeds:
+            return []
+        links = RedisAffinity(self._client, self._namespace).weights([s.id for s in seeds])
+        return linked_hits(neighbour_scores(seeds, links), limit, filters, self._read)
+
+    def _read(self, ids: list[str]) -> dict[str, Memory]:
         try:
             raw = self._client.hmget(keys.memories(self._namespace), ids)
         except redis.RedisError as exc:
             raise BackendUnavailable("local", f"memory store unreachable: {exc}") from exc
         found, _ = parse_memories(raw, ids)
-        memories = {m.id: m for m in found}
-        return [Hit.of(memories[memory_id], score) for memory_id, score in pairs
-                if memory_id in memories and matches(memories[memory_id], filters)]
+        return {m.id: m for m in found}
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         return None

@@ -4,17 +4,26 @@ the engine of the fake Nous server, and the baseline in benchmarks."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from ferret.records import Filters, Hit, Memory
+from worker.backends.linking import linked_hits, neighbour_scores
 from worker.backends.tantivy_index import MemoryIndex
+
+
+class Links(Protocol):
+    def weights(self, ids: Sequence[str]) -> Mapping[str, Mapping[str, float]]: ...
 
 
 class InMemoryBackend:
     name = "memory"
 
-    def __init__(self, memories: Iterable[Memory] = (), delay_seconds: float = 0.0) -> None:
+    def __init__(self, memories: Iterable[Memory] = (), delay_seconds: float = 0.0,
+                 links: Links | None = None) -> None:
+        """``links``: memory links (co-retrieval weights, say) for the graph retriever."""
+        self.links = links
+        self.retrievers: tuple[str, ...] = ("lexical", "graph") if links is not None else ("lexical",)
         self._memories = {m.id: m for m in memories}
         self._index = MemoryIndex()
         self._index.apply(upserts=self._memories.values())
@@ -40,6 +49,14 @@ class InMemoryBackend:
             time.sleep(self.delay_seconds)
         return [Hit.of(self._memories[memory_id], score)
                 for memory_id, score in self._index.search(query, limit, filters)]
+
+    def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
+               timeout: float | None = None) -> list[Hit]:
+        if self.links is None or not seeds:
+            return []
+        scores = neighbour_scores(seeds, self.links.weights([s.id for s in seeds]))
+        return linked_hits(scores, limit, filters,
+                           lambda ids: {i: self._memories[i] for i in ids if i in self._memories})
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         return None

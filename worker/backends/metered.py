@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from ferret.errors import BackendError
 from ferret.records import Filters, Hit
-from worker.backends.base import Backend
+from worker.backends.base import Backend, retrievers_of
+
+T = TypeVar("T")
 
 
 def outcome_of(exc: BaseException) -> str:
@@ -26,6 +29,7 @@ class MeteredBackend:
     def __init__(self, inner: Backend) -> None:
         self.inner = inner
         self.name = inner.name
+        self.retrievers = retrievers_of(inner)
         self._notes: list[tuple[str, str, float]] = []  # (operation, outcome, seconds)
         self._running: dict[int, tuple[str, float]] = {}  # call number -> (operation, started)
         self._count = 0
@@ -53,15 +57,28 @@ class MeteredBackend:
             if self._running.pop(number, None) is not None and not self._closed:
                 self._notes.append((operation, outcome, time.perf_counter() - started))
 
-    def search(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
-        call = self._start("search")
+    def _metered(self, operation: str, call: Callable[[], T]) -> T:
+        started = self._start(operation)
         try:
-            hits = self.inner.search(query, limit, filters, timeout=timeout)
+            answer = call()
         except Exception as exc:
-            self._note(call, "search", outcome_of(exc))
+            self._note(started, operation, outcome_of(exc))
             raise
-        self._note(call, "search", "ok")
-        return hits
+        self._note(started, operation, "ok")
+        return answer
+
+    def search(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        return self._metered("search", lambda: self.inner.search(query, limit, filters, timeout=timeout))
+
+    def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        """The graph retriever (only called when ``retrievers`` has ``graph``)."""
+        inner: Any = self.inner
+        return self._metered("linked", lambda: list(inner.linked(seeds, limit, filters, timeout=timeout)))
+
+    def similar(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        """The semantic retriever (only called when ``retrievers`` has ``semantic``)."""
+        inner: Any = self.inner
+        return self._metered("similar", lambda: list(inner.similar(query, limit, filters, timeout=timeout)))
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         call = self._start("classify")

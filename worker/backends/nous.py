@@ -23,6 +23,7 @@ out, 5xx) or ``BackendProtocolError`` (4xx, or an answer of the wrong shape).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -36,6 +37,7 @@ from ferret.errors import BackendError, BackendProtocolError, BackendUnavailable
 from ferret.records import Filters, Hit, Memory, TimeRange
 from ferret.settings import NousSettings
 from worker.backends.filtering import matches
+from worker.backends.linking import linked_hits, neighbour_scores
 
 NAME = "nous"
 
@@ -94,6 +96,7 @@ def _to_hit(item: Any) -> Hit:
 
 class NousBackend:
     name = NAME
+    retrievers = ("lexical", "graph")  # graph: the server's edges
 
     def __init__(self, settings: NousSettings, transport: httpx.BaseTransport | None = None) -> None:
         self.settings = settings
@@ -154,6 +157,39 @@ class NousBackend:
         if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
             raise BackendProtocolError(NAME, "edges answer has no 'data' list")
         return [edge for edge in payload["data"] if isinstance(edge, dict)]
+
+    def node(self, node_id: str, timeout: float | None = None) -> Memory | None:
+        """``GET /v1/nodes/{id}``: the node, or None when the server has none (404)."""
+        try:
+            payload = self._call("GET", f"nodes/{quote(node_id, safe='')}", timeout)
+        except BackendProtocolError as exc:
+            if " 404:" in str(exc):
+                return None
+            raise
+        node = payload.get("data") if isinstance(payload, dict) else None
+        try:
+            return Memory.model_validate(node)
+        except ValidationError as exc:
+            raise BackendProtocolError(NAME, f"nodes/{node_id} answered a node of the wrong shape") from exc
+
+    def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
+               timeout: float | None = None) -> list[Hit]:
+        """The graph retriever on Nous: the seeds' edges (strength), then the linked nodes.
+        One call per seed and one per neighbour read, so few seeds and a small limit."""
+        links: dict[str, dict[str, float]] = {}
+        for seed in seeds:
+            row = links.setdefault(seed.id, {})
+            for edge in self.edges(seed.id, timeout):
+                ends = (edge.get("source_id"), edge.get("target_id"))
+                other = ends[1] if ends[0] == seed.id else ends[0]
+                strength = edge.get("strength")
+                if isinstance(other, str) and isinstance(strength, int | float) and not isinstance(strength, bool):
+                    row[other] = max(float(strength), row.get(other, 0.0))
+
+        def read(ids: list[str]) -> dict[str, Memory]:
+            found = (self.node(i, timeout) for i in ids)
+            return {m.id: m for m in found if m is not None}
+        return linked_hits(neighbour_scores(seeds, links), limit, filters, read)
 
     def strengthen_edge(self, edge_id: str, amount: float, timeout: float | None = None) -> None:
         """``POST /v1/edges/{id}/strengthen`` with ``{amount}`` (the server caps strength at 1.0)."""

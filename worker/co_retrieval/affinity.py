@@ -120,6 +120,7 @@ class AffinityBackend:
     def __init__(self, inner: Any, affinity: Affinity, weight: float, seeds: int) -> None:
         self.inner = inner
         self.name = inner.name
+        self.retrievers = tuple(getattr(inner, "retrievers", ("lexical",)))
         self.affinity = affinity
         self.weight = weight
         self.seeds = seeds
@@ -130,6 +131,12 @@ class AffinityBackend:
             return hits
         weights = self.affinity.weights([h.id for h in hits[: self.seeds]])
         return with_affinity(hits, weights, self.weight, self.seeds)
+
+    def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        return list(self.inner.linked(seeds, limit, filters, timeout))
+
+    def similar(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        return list(self.inner.similar(query, limit, filters, timeout))
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         result: dict[str, Any] | None = self.inner.classify(query, timeout)

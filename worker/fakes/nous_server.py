@@ -14,6 +14,7 @@
   nodes' access counters, and a node's score grows with its count;
 - errors: 400/404 as JSON ``{"error": ...}``; unhandled ones, and bodies
   that are not JSON, as ``500 text/plain``;
+- ``GET /v1/nodes/{id}`` answers ``{data: node}`` (404 if unknown);
 - ``POST /v1/nodes`` stores a node (201 with the node), ``DELETE
   /v1/nodes/{id}`` removes one (404 if unknown);
 - ``POST /v1/classify-query`` answers a QCS-like object;
@@ -93,6 +94,8 @@ class FakeNous(LoopbackServer):
             return self._strengthen(handler, unquote(handler.path[len("/v1/edges/"):-len("/strengthen")]), body)
         if handler.command == "POST" and handler.path == "/v1/nodes":
             return self._put_node(handler, body)
+        if handler.command == "GET" and handler.path.startswith("/v1/nodes/"):
+            return self._get_node(handler, unquote(handler.path[len("/v1/nodes/"):]))
         if handler.command == "DELETE" and handler.path.startswith("/v1/nodes/"):
             return self._delete_node(handler, unquote(handler.path[len("/v1/nodes/"):]))
         if handler.path == "/v1/classify-query":
@@ -122,6 +125,13 @@ class FakeNous(LoopbackServer):
             return self._json(handler, 400, {"error": f"{'.'.join(map(str, error['loc']))}: {error['msg']}"})
         self.put(memory)
         return self._json(handler, 201, {"data": wire_node(memory)})
+
+    def _get_node(self, handler: BaseHTTPRequestHandler, node_id: str) -> None:
+        with self._lock:
+            found = next((m for m in self.memories if m.id == node_id), None)
+        if found is None:
+            return self._json(handler, 404, {"error": "node not found"})
+        return self._json(handler, 200, {"data": wire_node(found)})
 
     def _delete_node(self, handler: BaseHTTPRequestHandler, node_id: str) -> None:
         if not self.remove(node_id):

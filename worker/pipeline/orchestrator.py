@@ -19,6 +19,7 @@ search fails too (or there is no time for it) is the error raised.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -27,8 +28,9 @@ from ferret.contract import Turn
 from ferret.errors import BackendError, BackendUnavailable, RerankFailed
 from ferret.records import NO_FILTERS, Filters, Hit, SubQueryOutcome
 from ferret.settings import PipelineSettings
+from ferret.text import lexical_form
 from ferret.tracing import NoopTracer, Tracer
-from worker.backends.base import Backend
+from worker.backends.base import Backend, retrievers_of
 from worker.backends.metered import MeteredBackend
 from worker.pipeline import quality_gate
 from worker.pipeline.budget import Budget
@@ -36,8 +38,9 @@ from worker.pipeline.classify import Classification, classify
 from worker.pipeline.complexity import Complexity, Route, evaluate_complexity
 from worker.pipeline.decompose import Decomposition, decompose
 from worker.pipeline.formatting import estimate_tokens, format_context
+from worker.pipeline.fusion import GRAPH, LEXICAL, RETRIEVERS, SEMANTIC, Fused, WeightPlan, assign_weights, fuse
 from worker.pipeline.merge import merge_and_select
-from worker.pipeline.parallel import TimedOut, call_with_timeout, run_parallel
+from worker.pipeline.parallel import TimedOut, call_with_timeout, collect, run_parallel, start
 from worker.pipeline.replace import replace_weak
 from worker.pipeline.rerank import Reranking, blend
 from worker.pipeline.rewrite import rewrite
@@ -85,6 +88,7 @@ class PipelineStats:
     stage_ms: dict[str, float] = field(default_factory=dict)
     skipped_stages: list[str] = field(default_factory=list)
     backend_calls: list[tuple[str, str, float]] = field(default_factory=list)
+    fusion: dict[str, Any] | None = None  # set once the weights are assigned (see ferret.stats)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -105,6 +109,7 @@ class _Plan:
     decomposition: Decomposition
     complexity: Complexity
     limit: int
+    weights: WeightPlan
 
 
 class _Run:
@@ -125,6 +130,7 @@ class _Run:
         self.stats = PipelineStats()
         self.partial = False
         self.sub_questions_asked = 1  # what the rewritten query asks, as seed 002's bullet points count it
+        self.lock = threading.Lock()  # sub-queries run in parallel and note their fusion in the stats
 
     def text(self, value: str | None) -> str | None:
         return value if self.record_query else None
@@ -201,19 +207,80 @@ def _plan(run: _Run, use_remote_classifier: bool) -> _Plan:
     stats.was_decomposed = decomposition.was_decomposed
     stats.decomposition_strategy = decomposition.strategy
     stats.sub_queries = list(decomposition.parts)
-    return _Plan(classification, decomposition, complexity, limit)
+    weights = assign_weights(classification, run.settings.fusion, retrievers_of(run.backend))
+    stats.fusion = {"weights": weights.weights, "override": weights.override, "ran": list(weights.run),
+                    "skipped": list(weights.skipped), "final_weights": [], "shifts": [],
+                    "contributed": dict.fromkeys(RETRIEVERS, 0), "adaptive": 0, "errors": {}}
+    return _Plan(classification, decomposition, complexity, limit, weights)
+
+
+def _retrieve(run: _Run, query: str, plan: _Plan, parent: str | None) -> tuple[list[Hit], str]:
+    """The sub-query's retrievers (seed 002): lexical, the graph from its best hits, semantic
+    beside them; fused by the plan's weights. Also the lexical query text (the quality gate's
+    retry must differ from it). A failing graph or semantic retriever counts as one with nothing."""
+    settings, fusion, weights = run.settings, run.settings.fusion, plan.weights
+    timeout = run.budget.cap(settings.timeout_seconds)
+    lexical_query = lexical_form(query)
+    semantic = (start(lambda: run.backend.similar(query, plan.limit, run.filters, timeout=timeout))
+                if SEMANTIC in weights.run else None)
+    results: dict[str, list[Hit]] = {
+        LEXICAL: run.backend.search(lexical_query, plan.limit, run.filters, timeout=timeout)}
+    if weights.run == (LEXICAL,):  # one retriever at full weight: fusion changes nothing
+        _note(run, Fused(results[LEXICAL], weights.weights, contributed={LEXICAL: len(results[LEXICAL])}))
+        return results[LEXICAL], lexical_query
+    if GRAPH in weights.run:
+        seeds = results[LEXICAL][: fusion.graph_seeds]
+        results[GRAPH] = _extra(run, GRAPH, lambda: run.bounded(
+            lambda: run.backend.linked(seeds, plan.limit, run.filters, timeout=timeout), NESTED_RESERVE_SECONDS))
+    if semantic is not None:
+        results[SEMANTIC] = _extra(run, SEMANTIC, lambda: collect(semantic, run.budget.remaining()
+                                                                  - NESTED_RESERVE_SECONDS))
+    with run.tracer.span("fusion", parent=parent) as span:
+        fused = fuse(results, weights, fusion)
+        span.set(**{f"weight.{k}": v for k, v in fused.weights.items()},
+                 **{f"shift.{k}": v for k, v in fused.shifts.items()},
+                 **{f"confidence.{k}": v for k, v in fused.confidence.items()},
+                 **{f"contributed.{k}": v for k, v in fused.contributed.items()}, mode=fused.mode)
+    _note(run, fused)
+    return fused.hits, lexical_query
+
+
+def _note(run: _Run, fused: Fused) -> None:
+    record = run.stats.fusion
+    assert record is not None
+    with run.lock:
+        record["final_weights"].append(fused.weights)
+        record["shifts"].append(fused.shifts)
+        for name, count in fused.contributed.items():
+            record["contributed"][name] += count
+        record["adaptive"] += fused.mode == "adaptive"
+
+
+def _extra(run: _Run, name: str, call: Callable[[], list[Hit] | None]) -> list[Hit]:
+    """A graph or semantic search: its hits, or none when it failed or did not answer in time."""
+    try:
+        hits = call()
+    except Exception as exc:  # an extra retriever never fails the sub-query
+        logger.warning("stage=fusion %s retriever failed: %s", name, exc)
+        hits = None
+    if hits is None:
+        errors = run.stats.fusion["errors"] if run.stats.fusion is not None else {}
+        with run.lock:
+            errors[name] = errors.get(name, 0) + 1
+        return []
+    return list(hits)
 
 
 def _search_one(run: _Run, index: int, query: str, plan: _Plan, parent: str | None) -> SubQueryOutcome:
     """One sub-query: search, then the quality gate's single retry if weak."""
     settings, budget = run.settings, run.budget
     with run.tracer.span("search.sub_query", parent=parent, index=index, query=run.text(query)) as span:
-        hits = run.backend.search(query, plan.limit, run.filters, timeout=budget.cap(settings.timeout_seconds))
+        hits, searched = _retrieve(run, query, plan, span.span_id)
         retried, reformulation = False, None
         for _ in range(settings.max_retries):
             if not quality_gate.is_weak(hits, settings.quality_threshold):
                 break
-            reformulation = quality_gate.reformulate(query, plan.classification)
+            reformulation = quality_gate.reformulate(query, plan.classification, searched)
             if reformulation is None or not budget.has(MIN_STAGE_SECONDS):
                 break
             logger.debug("stage=quality_gate retrying weak sub-query %d", index)

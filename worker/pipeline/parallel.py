@@ -84,3 +84,20 @@ def call_with_timeout(task: Callable[[], T], timeout: float) -> T | TimedOut:
             raise
         future.cancel()
         return TIMED_OUT
+
+
+def start(task: Callable[[], T]) -> Future[T]:
+    """Start ``task`` on the pool, to be collected later (a retriever beside another)."""
+    return _executor().submit(task)
+
+
+def collect(future: Future[T], timeout: float) -> T | None:
+    """The started task's result, or None if it has not finished in ``timeout`` seconds
+    (then it is abandoned). Its exception is raised."""
+    try:
+        return future.result(timeout=max(timeout, 0.0))
+    except FutureTimeout:
+        if future.done():
+            raise
+        future.cancel()
+        return None
