@@ -36,8 +36,11 @@ def _split(questions: Sequence[Question]) -> tuple[list[Question], list[Question
     return used, held_out
 
 
-def affinity_effect(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: CoRetrievalSettings,
-                    passes: int = 3, weights: Sequence[float] = WEIGHTS) -> dict[str, Any]:
+def warm_links(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: CoRetrievalSettings,
+               passes: int) -> tuple[dict[str, InMemoryBackend], dict[str, InMemoryAffinity], list[Question],
+                                     list[Question]]:
+    """Each conversation's backend and the link table its earlier questions built; the earlier
+    questions and the held-out ones."""
     used, held_out = _split(dataset.questions)
     backends = {name: InMemoryBackend(memories) for name, memories in dataset.memories.items()}
     tables = {name: InMemoryAffinity() for name in backends}
@@ -46,6 +49,38 @@ def affinity_effect(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: 
             result = run_pipeline(question.text, backends[question.conversation], pipeline)
             groups = groups_of(result.hits, co_retrieval.max_group_size)
             tables[question.conversation].strengthen(groups, co_retrieval.amount)
+    return backends, tables, used, held_out
+
+
+def fusion_on_warm_links(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: CoRetrievalSettings,
+                         systems: dict[str, PipelineSettings], passes: int = 3) -> dict[str, Any]:
+    """The graph retriever where it has links: the held-out questions, each system's recall."""
+    _, tables, used, held_out = warm_links(dataset, pipeline, co_retrieval, passes)
+    linked = {name: InMemoryBackend(memories, links=tables[name]) for name, memories in dataset.memories.items()}
+    rows: dict[str, Any] = {}
+    for name, settings in systems.items():
+        answers = []
+        for question in held_out:
+            result = run_pipeline(question.text, linked[question.conversation], settings)
+            answers.append(Answer(tuple(h.id for h in result.hits), result.stats.context_tokens, 0.0))
+        scored = score_singles(answers, held_out)
+        rows[name] = {k: scored[k] for k in ("recall@5", "recall@10", "recall@20", "all@10")}
+    return {"earlier_questions": len(used), "held_out_questions": len(held_out), "passes": passes, "systems": rows}
+
+
+def fusion_markdown(report: dict[str, Any]) -> str:
+    lines = [f"fusion where the graph has links ({report['earlier_questions']} earlier questions x "
+             f"{report['passes']} passes; {report['held_out_questions']} held-out questions):", "",
+             "| system | R@5 | R@10 | R@20 | all@10 |", "|---|---|---|---|---|"]
+    for name, row in report["systems"].items():
+        lines.append(f"| {name} | {row['recall@5']:.3f} | {row['recall@10']:.3f} | {row['recall@20']:.3f} | "
+                     f"{row['all@10']:.3f} |")
+    return "\n".join(lines)
+
+
+def affinity_effect(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: CoRetrievalSettings,
+                    passes: int = 3, weights: Sequence[float] = WEIGHTS) -> dict[str, Any]:
+    backends, tables, used, held_out = warm_links(dataset, pipeline, co_retrieval, passes)
     links = sum(len(row) for table in tables.values() for row in table.table.values()) // 2
     rows: dict[str, Any] = {}
     baseline: list[tuple[str, ...]] | None = None

@@ -18,13 +18,15 @@ from typing import Any
 
 from benchmarks.locomo import CompoundQuery, Dataset, Question
 from ferret.records import NO_FILTERS, Hit
-from ferret.settings import PipelineSettings
+from ferret.settings import SEED_FUSION_WEIGHTS, PipelineSettings
 from ferret.text import strip_question_words
 from worker.backends.memory import InMemoryBackend
+from worker.co_retrieval.affinity import InMemoryAffinity
 from worker.pipeline.classify import classify
 from worker.pipeline.decompose import decompose
 from worker.pipeline.formatting import estimate_tokens, format_context
 from worker.pipeline.orchestrator import run_pipeline
+from worker.semantic.embedders import Embedder
 
 KS = (5, 10, 20)
 
@@ -60,13 +62,31 @@ def _pipeline(settings: PipelineSettings) -> System:
     return run
 
 
-def systems(base: PipelineSettings) -> dict[str, System]:
+def fusion_variants(base: PipelineSettings, semantic: bool) -> dict[str, PipelineSettings]:
+    """Ferret with one retriever alone (no shift: it keeps its weight), and fused by the seed's table
+    (with the semantic retriever taking half the text weight when embeddings are on)."""
+    fusion = base.fusion
+
+    def alone(text: float, graph: float, share: float) -> PipelineSettings:
+        weights = dict.fromkeys(SEED_FUSION_WEIGHTS, (text, graph))
+        return base.model_copy(update={"fusion": fusion.model_copy(update={
+            "weights": weights, "semantic_share": share, "max_shift": 0.0, "seed_overrides": False})})
+    rows = {"lexical_alone": alone(1.0, 0.0, 0.0), "graph_alone": alone(0.0, 1.0, 0.0)}
+    if semantic:
+        rows["semantic_alone"] = alone(1.0, 0.0, 1.0)
+    rows["fusion_seed_table"] = base.model_copy(update={"fusion": fusion.model_copy(update={
+        "weights": SEED_FUSION_WEIGHTS, "seed_overrides": True, "semantic_share": 0.5 if semantic else 0.0})})
+    return rows
+
+
+def systems(base: PipelineSettings, semantic: bool = False) -> dict[str, System]:
     def variant(**changes: Any) -> PipelineSettings:
         return base.model_copy(update=changes)
     return {
         "single_shot": _single_shot(False, base),
         "single_shot_stripped": _single_shot(True, base),
         "ferret": _pipeline(base),
+        **{name: _pipeline(settings) for name, settings in fusion_variants(base, semantic).items()},
         "no_decomposition": _pipeline(variant(max_sub_queries=1)),
         "no_retry": _pipeline(variant(max_retries=0)),
         "no_replacement": _pipeline(variant(max_replacements=0)),
@@ -138,10 +158,13 @@ def _oracle_split(backend: InMemoryBackend, query: CompoundQuery, limit: int) ->
 
 
 def evaluate(dataset: Dataset, compounds: Sequence[CompoundQuery], base: PipelineSettings,
-             progress: Callable[[int], None] = lambda n: None) -> dict[str, Any]:
-    backends = {name: InMemoryBackend(memories) for name, memories in dataset.memories.items()}
+             progress: Callable[[int], None] = lambda n: None, embedder: Embedder | None = None) -> dict[str, Any]:
+    """Every system on the same backends: each conversation's memories with an empty link table
+    (a new store's graph: no co-retrieval yet) and, with ``embedder``, their embeddings."""
+    backends = {name: InMemoryBackend(memories, links=InMemoryAffinity(), embedder=embedder)
+                for name, memories in dataset.memories.items()}
     report: dict[str, Any] = {}
-    for name, system in systems(base).items():
+    for name, system in systems(base, embedder is not None).items():
         singles = [system(backends[q.conversation], q.text) for q in dataset.questions]
         progress(len(singles))
         multis = [system(backends[q.conversation], q.text) for q in compounds]

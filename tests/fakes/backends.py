@@ -23,6 +23,7 @@ class ScriptedBackend:
         self.delay = delay or {}
         self.fail = fail or set()
         self.classification = classification
+        self.answers_without_subtype: dict[str, list[Hit]] = {}  # what a search without a subtype filter finds
         self.calls: list[tuple[str, int, Filters, float | None]] = []
         self._lock = threading.Lock()
 
@@ -33,6 +34,8 @@ class ScriptedBackend:
             time.sleep(self.delay[query])
         if query in self.fail or "*" in self.fail:
             raise BackendUnavailable(self.name, f"cannot search {query!r}")
+        if filters.subtype is None and query in self.answers_without_subtype:
+            return list(self.answers_without_subtype[query])[:limit]
         return list(self.answers.get(query, self.default))[:limit]
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:

@@ -8,8 +8,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ferret.records import Filters, Hit, Memory
+from worker.backends.filtering import matches
 from worker.backends.linking import linked_hits, neighbour_scores
 from worker.backends.tantivy_index import MemoryIndex
+from worker.semantic.embedders import Embedder
+from worker.semantic.vectors import VectorIndex
 
 
 class Links(Protocol):
@@ -20,26 +23,40 @@ class InMemoryBackend:
     name = "memory"
 
     def __init__(self, memories: Iterable[Memory] = (), delay_seconds: float = 0.0,
-                 links: Links | None = None) -> None:
-        """``links``: memory links (co-retrieval weights, say) for the graph retriever."""
+                 links: Links | None = None, embedder: Embedder | None = None,
+                 vectors: VectorIndex | None = None) -> None:
+        """``links``: memory links (co-retrieval weights, say) for the graph retriever;
+        ``embedder``: the semantic retriever's, which embeds every memory written
+        (``vectors``: their embeddings, already computed)."""
         self.links = links
-        self.retrievers: tuple[str, ...] = ("lexical", "graph") if links is not None else ("lexical",)
+        self.embedder = embedder
+        self.retrievers: tuple[str, ...] = ("lexical", *(("graph",) if links is not None else ()),
+                                            *(("semantic",) if embedder is not None else ()))
         self._memories = {m.id: m for m in memories}
         self._index = MemoryIndex()
         self._index.apply(upserts=self._memories.values())
+        self._vectors = vectors if vectors is not None else VectorIndex()
+        if embedder is not None and vectors is None:
+            self._embed(list(self._memories.values()))
         self.delay_seconds = delay_seconds
         self.calls = 0
+
+    def _embed(self, memories: list[Memory]) -> None:
+        if self.embedder is not None and memories:
+            self._vectors.upsert([m.id for m in memories], self.embedder.embed([m.text for m in memories]))
 
     def upsert(self, memories: Iterable[Memory]) -> None:
         batch = {m.id: m for m in memories}
         self._memories.update(batch)
         self._index.apply(upserts=batch.values())
+        self._embed(list(batch.values()))
 
     def delete(self, ids: Iterable[str]) -> None:
         ids = list(ids)
         for memory_id in ids:
             self._memories.pop(memory_id, None)
         self._index.apply(deletes=ids)
+        self._vectors.delete(ids)
 
     def search(
         self, query: str, limit: int, filters: Filters, timeout: float | None = None
@@ -57,6 +74,14 @@ class InMemoryBackend:
         scores = neighbour_scores(seeds, self.links.weights([s.id for s in seeds]))
         return linked_hits(scores, limit, filters,
                            lambda ids: {i: self._memories[i] for i in ids if i in self._memories})
+
+    def similar(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        if self.embedder is None:
+            return []
+        vector = self.embedder.embed([query], timeout)
+        found = self._vectors.nearest(vector, limit, lambda i: i in self._memories
+                                      and matches(self._memories[i], filters))
+        return [Hit.of(self._memories[i], score) for i, score in found]
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         return None

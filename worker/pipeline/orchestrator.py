@@ -280,9 +280,11 @@ def _search_one(run: _Run, index: int, query: str, plan: _Plan, parent: str | No
         for _ in range(settings.max_retries):
             if not quality_gate.is_weak(hits, settings.quality_threshold):
                 break
-            reformulation = quality_gate.reformulate(query, plan.classification, searched)
+            reformulation = quality_gate.reformulate(query, plan.classification)
             if reformulation is None or not budget.has(MIN_STAGE_SECONDS):
                 break
+            if reformulation == searched and run.filters.subtype is None:
+                break  # the lexical retriever searched just that already: the retry would repeat it
             logger.debug("stage=quality_gate retrying weak sub-query %d", index)
             # Bounded inside the sub-query's own task, a little early: a hung retry keeps the first hits.
             extra = run.search(reformulation, plan.limit, run.filters.without_subtype(), NESTED_RESERVE_SECONDS)

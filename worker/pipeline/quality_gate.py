@@ -20,15 +20,13 @@ def is_weak(hits: Sequence[Hit], threshold: float) -> bool:
     return not hits or max(h.score for h in hits) < threshold
 
 
-def reformulate(query: str, classification: Classification | None, searched: str | None = None) -> str | None:
-    """A different query to retry with (different from ``query`` and from what was ``searched``
-    for it), or None when there is none."""
-    tried = {query.strip(" ?!.").lower(), (searched or query).strip(" ?!.").lower()}
+def reformulate(query: str, classification: Classification | None) -> str | None:
+    """A different query to retry with, or None when there is none."""
     simplified = strip_question_words(query)
-    if len(simplified) > 3 and simplified.lower() not in tried:
+    if len(simplified) > 3 and simplified.lower() != query.strip(" ?!.").lower():
         return simplified
     entity = classification.entity if classification else None
-    if entity and len(entity) > 2 and entity.lower() not in tried:
+    if entity and len(entity) > 2 and entity.lower() != query.strip(" ?!.").lower():
         return entity
     return None
 

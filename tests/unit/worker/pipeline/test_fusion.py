@@ -12,7 +12,7 @@ from worker.pipeline.classify import Classification, QueryType
 from worker.pipeline.fusion import assign_weights, cap, fuse, shift_weights
 from worker.pipeline.orchestrator import run_pipeline
 
-SEED = FusionSettings(weights=SEED_FUSION_WEIGHTS)
+SEED = FusionSettings(weights=SEED_FUSION_WEIGHTS, seed_overrides=True)
 BOTH = ("lexical", "graph")
 ALL = ("lexical", "graph", "semantic")
 

