@@ -84,6 +84,9 @@ class PipelineSettings(_Strict):
     relevance_ratio: float = Field(0.4, ge=0, le=1)
     max_results: int = Field(20, ge=1, le=200)
     min_results: int = Field(10, ge=0, le=200)
+    # Asked for max_results: candidates the dynamic cutoff dropped that score at least this come back,
+    # up to max_results (None: the cutoff alone decides).
+    good_score: float | None = Field(0.1, ge=0, le=1)
     max_sub_queries: int = Field(4, ge=1, le=10)
     max_retries: int = Field(1, ge=0, le=3)
     timeout_seconds: float = Field(3.0, gt=0, le=600)

@@ -64,13 +64,18 @@ def merge_and_select(
     relevance_ratio: float,
     max_results: int,
     min_results: int = 0,
+    good_score: float | None = None,
 ) -> tuple[Hit, ...]:
     """Merge sub-query outcomes into one cut, interleaved and capped list."""
     selected = _interleave([_kept(o, intents, intent_boost, relevance_ratio) for o in outcomes])
-    if len(selected) < min_results:  # the cutoff may not starve the context: refill, best first
+    if len(selected) < max_results:
         taken = {h.id for h in selected}
-        rest = _interleave([_kept(o, intents, intent_boost, 0.0) for o in outcomes])
-        selected += tuple(h for h in rest if h.id not in taken)[: min_results - len(selected)]
+        rest = [h for h in _interleave([_kept(o, intents, intent_boost, 0.0) for o in outcomes]) if h.id not in taken]
+        if len(selected) < min_results:  # the cutoff may not starve the context: refill, best first
+            selected += tuple(rest[: min_results - len(selected)])
+        if good_score is not None:  # asked for k: the good candidates the cutoff dropped come back
+            taken = {h.id for h in selected}
+            selected += tuple(h for h in rest if h.id not in taken and h.score >= good_score)
     return selected[:max_results]
 
 

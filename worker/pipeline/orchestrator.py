@@ -489,7 +489,7 @@ def _orchestrate(run: _Run, use_remote_classifier: bool, rerank: bool) -> Pipeli
         merged = merge_and_select(
             outcomes, intents=plan.classification.intents, intent_boost=settings.intent_boost,
             relevance_ratio=settings.relevance_ratio, max_results=settings.max_results,
-            min_results=settings.min_results,
+            min_results=settings.min_results, good_score=settings.good_score,
         )
         span.set(candidates=run.stats.candidates, selected=len(merged))
     run.timed("merge", span)

@@ -104,3 +104,16 @@ def test_merge_invariants(groups, cap, ratio, boost):
             assert tops & set(ids), "coverage: every sub-query that found anything is represented"
     for h in merged:
         assert h.original_score <= 1.0 and h.score >= h.original_score
+
+
+def test_asked_for_k_the_good_candidates_under_the_cutoff_come_back_up_to_k():
+    hits = [_hit("a", 0.60), _hit("b", 0.25), _hit("c", 0.20), _hit("d", 0.12), _hit("e", 0.05)]
+    assert [h.id for h in _merge([_outcome(0, *hits)], good_score=0.1)] == ["a", "b", "c", "d"]
+    assert [h.id for h in _merge([_outcome(0, *hits)], good_score=0.1, max_results=3)] == ["a", "b", "c"]
+    assert [h.id for h in _merge([_outcome(0, *hits)], good_score=None)] == ["a", "b"], "the cutoff alone"
+
+
+def test_the_good_candidates_come_back_interleaved_after_what_the_cutoff_kept():
+    first = _outcome(0, _hit("a", 0.9), _hit("a2", 0.2))
+    second = _outcome(1, _hit("b", 0.5), _hit("b2", 0.15))
+    assert [h.id for h in _merge([first, second], good_score=0.1)] == ["a", "b", "a2", "b2"]
