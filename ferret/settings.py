@@ -57,9 +57,14 @@ class FusionSettings(_Strict):
     # The seed's overrides: FACTUAL & confident -> text only; EXPLORATORY -> graph only; RELATIONAL with no
     # entity -> even. Off with the shipped table (an EXPLORATORY question would lose 70% of its lexical hits).
     seed_overrides: bool = False
-    semantic_share: float = Field(0.0, ge=0, le=1)  # of the text weight, when the semantic retriever is available
+    semantic_share: float = Field(0.2, ge=0, le=1)  # of the text weight, when the semantic retriever is available
+    # The parts of a decomposed question are searched without it (it lost on compound questions; README).
+    semantic_on_parts: bool = False
     skip_threshold: float = Field(0.15, ge=0, le=1)  # a retriever weighted below this is not run
-    confidence_threshold: float = Field(0.3, gt=0, le=1)  # a retriever's top score below this shifts weight away
+    # A retriever whose top score is under its threshold gives weight away; each on its own scale: the
+    # seed's 0.3, but lexical at the quality gate's own "weak" (0.2), as BM25 scores run lower.
+    confidence_thresholds: dict[Literal["lexical", "graph", "semantic"], float] = {
+        "lexical": 0.2, "graph": 0.3, "semantic": 0.3}
     max_shift: float = Field(0.3, ge=0, le=1)  # shift = max_shift x (1 - confidence / threshold)
     graph_seeds: int = Field(5, ge=1, le=50)  # the lexical hits whose links the graph retriever follows
 

@@ -11,7 +11,7 @@ The lexical search always runs (its hits are the graph's seeds), but it
 contributes only with a weight above zero.
 
 Phase C, the proportional shift: a retriever that ran and whose top score
-is under ``confidence_threshold`` gives ``max_shift x (1 - confidence /
+is under its ``confidence_thresholds`` entry gives ``max_shift x (1 - confidence /
 threshold)`` of its weight (never more than it has) to the others that ran,
 in proportion to their weights.
 
@@ -87,13 +87,14 @@ def shift_weights(weights: Mapping[str, float], confidence: Mapping[str, float],
     ran = [name for name in RETRIEVERS if name in confidence]
     shifted = dict(weights)
     shifts: dict[str, float] = {}
-    weak = [name for name in ran if weights[name] > 0 and confidence[name] < settings.confidence_threshold]
+    threshold = {name: settings.confidence_thresholds.get(name, 0.3) for name in ran}  # type: ignore[call-overload]
+    weak = [name for name in ran if weights[name] > 0 and confidence[name] < threshold[name]]
     for name in weak:
         receivers = [other for other in ran if other != name and other not in weak]
         if not receivers:
             continue
         amount = min(shifted[name],
-                     settings.max_shift * (1 - confidence[name] / settings.confidence_threshold))
+                     settings.max_shift * (1 - confidence[name] / threshold[name]))
         if amount <= 0:
             continue
         total = sum(shifted[other] for other in receivers)

@@ -207,7 +207,10 @@ def _plan(run: _Run, use_remote_classifier: bool) -> _Plan:
     stats.was_decomposed = decomposition.was_decomposed
     stats.decomposition_strategy = decomposition.strategy
     stats.sub_queries = list(decomposition.parts)
-    weights = assign_weights(classification, run.settings.fusion, retrievers_of(run.backend))
+    available = retrievers_of(run.backend)
+    if decomposition.was_decomposed and not run.settings.fusion.semantic_on_parts:
+        available = tuple(name for name in available if name != SEMANTIC)
+    weights = assign_weights(classification, run.settings.fusion, available)
     stats.fusion = {"weights": weights.weights, "override": weights.override, "ran": list(weights.run),
                     "skipped": list(weights.skipped), "final_weights": [], "shifts": [],
                     "contributed": dict.fromkeys(RETRIEVERS, 0), "adaptive": 0, "errors": {}}

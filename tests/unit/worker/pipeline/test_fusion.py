@@ -143,3 +143,62 @@ def test_a_failing_graph_retriever_costs_its_results_not_the_search():
     result = run_pipeline("BTC thesis", store, GRAPH_HEAVY)
     assert [h.id for h in result.hits] == ["thesis"] and not result.partial
     assert result.stats.fusion["errors"] == {"graph": 1}
+
+
+class ConceptEmbedder:
+    """A stand-in model: words of one concept share a dimension ("car" and "automobile" are alike)."""
+
+    name = "concepts"
+    CONCEPTS = ({"car", "automobile", "vehicle"}, {"dog", "puppy"}, {"sold", "sell", "selling"}, {"paris", "france"})
+
+    def __init__(self):
+        self.calls = 0
+
+    def embed(self, texts, timeout=None):
+        import numpy as np
+        self.calls += 1
+        rows = np.zeros((len(texts), len(self.CONCEPTS) + 1), dtype=np.float32)
+        for row, text in zip(rows, texts, strict=True):
+            for word in text.lower().replace("?", " ").split():
+                hits = [i for i, concept in enumerate(self.CONCEPTS) if word in concept]
+                for i in hits:
+                    row[i] += 1
+            row[-1] = 0.1  # every text a little alike
+        return rows
+
+
+def _semantic_store():
+    memories = [Memory(id="auto", content_body="Sold the old automobile last spring"),
+                Memory(id="pup", content_body="Adopted a puppy"),
+                Memory(id="trip", content_body="Trip to France in June")]
+    return InMemoryBackend(memories, embedder=ConceptEmbedder())
+
+
+def test_the_semantic_retriever_finds_what_the_words_do_not():
+    settings = PipelineSettings(fusion=FusionSettings(semantic_share=0.5))
+    result = run_pipeline("When did I sell my car?", _semantic_store(), settings)
+    assert result.hits and result.hits[0].id == "auto"
+    assert result.stats.fusion["ran"] == ["lexical", "semantic"]
+    assert result.stats.fusion["contributed"]["semantic"] >= 1
+    lexical_only = run_pipeline("When did I sell my car?", _semantic_store(),
+                                PipelineSettings(fusion=FusionSettings(semantic_share=0.0)))
+    assert "auto" not in [h.id for h in lexical_only.hits]
+
+
+def test_the_parts_of_a_decomposed_question_are_searched_without_the_semantic_retriever():
+    store = _semantic_store()
+    result = run_pipeline("When did I sell my car? Where did the trip go?", store,
+                          PipelineSettings(fusion=FusionSettings(semantic_share=0.5)))
+    assert result.stats.was_decomposed and result.stats.fusion["ran"] == ["lexical"]
+    on_parts = run_pipeline("When did I sell my car? Where did the trip go?", store,
+                            PipelineSettings(fusion=FusionSettings(semantic_share=0.5, semantic_on_parts=True)))
+    assert on_parts.stats.fusion["ran"] == ["lexical", "semantic"]
+
+
+def test_each_retriever_is_judged_weak_on_its_own_scale():
+    settings = FusionSettings(confidence_thresholds={"lexical": 0.2, "graph": 0.3, "semantic": 0.3})
+    weights = {"lexical": 0.8, "graph": 0.0, "semantic": 0.2}
+    _, shifts, _ = shift_weights(weights, {"lexical": 0.25, "semantic": 0.6}, settings)
+    assert shifts == {}, "0.25 is not weak for BM25"
+    _, shifts, _ = shift_weights(weights, {"lexical": 0.1, "semantic": 0.6}, settings)
+    assert shifts == {"lexical": pytest.approx(0.15)}
