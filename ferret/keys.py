@@ -22,6 +22,11 @@ def memory_version(namespace: str) -> str:
     return f"{PREFIX}:ns:{namespace}:version"
 
 
+def embeddings(namespace: str) -> str:
+    """Hash: memory id -> its embedding, float32 little-endian (the semantic retriever, local backend)."""
+    return f"{PREFIX}:ns:{namespace}:embeddings"
+
+
 def changes(namespace: str) -> str:
     """Stream: the namespace's change log, one entry per write (see worker.backends.change_log)."""
     return f"{PREFIX}:ns:{namespace}:changes"

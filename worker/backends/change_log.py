@@ -26,17 +26,29 @@ OPS = ("upsert", "delete", "clear")
 # Entries read per round trip while catching up.
 READ_BATCH = 1000
 
+# KEYS: memories hash, version counter, change stream, embeddings hash. An upsert's ARGV from 4 on are
+# triples (id, memory JSON, embedding or ""): a memory written without one loses any it had.
 _WRITE = """
 local version = redis.call('INCR', KEYS[2])
 local op = ARGV[1]
 local changed = 0
 if op == 'upsert' then
-  for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-  changed = (#ARGV - 3) / 2
+  for i = 4, #ARGV, 3 do
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    if ARGV[i + 2] == '' then
+      redis.call('HDEL', KEYS[4], ARGV[i])
+    else
+      redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 2])
+    end
+  end
+  changed = (#ARGV - 3) / 3
 elseif op == 'delete' then
-  for i = 4, #ARGV do changed = changed + redis.call('HDEL', KEYS[1], ARGV[i]) end
+  for i = 4, #ARGV do
+    changed = changed + redis.call('HDEL', KEYS[1], ARGV[i])
+    redis.call('HDEL', KEYS[4], ARGV[i])
+  end
 elseif op == 'clear' then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[4])
 end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'v', version, 'op', op, 'ids', ARGV[3])
 return {version, changed}
@@ -85,15 +97,19 @@ class ChangeLog:
         self.length = length
         self._write = client.register_script(_WRITE)
 
-    def write(self, op: str, ids: list[str], values: list[str] | None = None) -> tuple[int, int]:
-        """Apply one write to the store and log it; (new version, memories changed)."""
+    def write(self, op: str, ids: list[str], values: list[str] | None = None,
+              embeddings: list[bytes] | None = None) -> tuple[int, int]:
+        """Apply one write to the store and log it; (new version, memories changed).
+        ``embeddings``: each upserted memory's, kept with it (none: it has none)."""
         args: list[Any] = [op, self.length, json.dumps(ids)]
         if op == "upsert":
-            for memory_id, value in zip(ids, values or [], strict=True):
-                args += [memory_id, value]
+            vectors = embeddings if embeddings is not None else [b""] * len(ids)
+            for memory_id, value, vector in zip(ids, values or [], vectors, strict=True):
+                args += [memory_id, value, vector]
         elif op == "delete":
             args += ids
-        keys_ = [keys.memories(self.namespace), keys.memory_version(self.namespace), keys.changes(self.namespace)]
+        keys_ = [keys.memories(self.namespace), keys.memory_version(self.namespace), keys.changes(self.namespace),
+                 keys.embeddings(self.namespace)]
         version, changed = self._write(keys=keys_, args=args)
         return int(version), int(changed)
 

@@ -11,6 +11,7 @@ from ferret.settings import Settings
 from worker.backends.base import Backend
 from worker.backends.local import LocalBackends
 from worker.backends.nous import NousBackends
+from worker.semantic.embedders import embedder_for
 
 
 class Backends(Protocol):
@@ -24,7 +25,14 @@ class Backends(Protocol):
 
 def build_backends(settings: Settings, client: redis.Redis, index_root: Path | None = None) -> Backends:
     """``index_root``: where the local backend's indexes live (a forked work horse
-    gets its parent's, so what one job built the next one finds)."""
+    gets its parent's, so what one job built the next one finds). With the semantic
+    retriever on (local backend only: a Nous server's search has its own), the
+    embedder is made and its model loaded here."""
     if settings.backend.kind == "nous":
         return NousBackends(settings.backend.nous, client=client)
-    return LocalBackends(client, settings.co_retrieval, settings.backend.local, index_root, settings.redis.url)
+    embedder = embedder_for(settings.semantic)
+    warm = getattr(embedder, "warm", None)
+    if warm is not None:
+        warm()  # at start-up, before any fork (see worker.semantic.embedders)
+    return LocalBackends(client, settings.co_retrieval, settings.backend.local, index_root, settings.redis.url,
+                         embedder)

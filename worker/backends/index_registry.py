@@ -39,7 +39,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import redis
 
 from ferret import keys
@@ -49,6 +52,7 @@ from ferret.settings import LocalSettings
 from worker.backends import snapshots
 from worker.backends.change_log import ChangeLog, Position
 from worker.backends.tantivy_index import MemoryIndex
+from worker.semantic.vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +82,7 @@ class _Entry:
     bytes: int = 0
     used: float = field(default_factory=time.monotonic)
     index: MemoryIndex | None = None
+    vectors: VectorIndex | None = None  # the embeddings, loaded at the first semantic search
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,10 @@ def directory_bytes(directory: Path) -> int:
 
 def _directory_name(namespace: str) -> str:
     return sha256(namespace.encode()).hexdigest()[:24]
+
+
+def _id_text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def parse_memories(raw: Sequence[bytes | str | None], ids: list[str]) -> tuple[list[Memory], list[str]]:
@@ -320,8 +329,65 @@ class IndexRegistry:
             upserts += found
             deletes += missing
         entry.index.apply(upserts=upserts, deletes=deletes, clear=clear)
+        if entry.vectors is not None:
+            if clear:
+                entry.vectors = VectorIndex()
+            entry.vectors.delete(deletes)
+            written = [m.id for m in upserts]
+            for start in range(0, len(written), SCAN_BATCH):
+                part = written[start:start + SCAN_BATCH]
+                self._upsert_vectors(entry.vectors, entry.namespace, part,
+                                     self.client.hmget(keys.embeddings(entry.namespace), part))
         last = changes[-1]
         entry.position = Position(last.version, last.entry)
+
+    # -- the semantic retriever's vectors ----------------------------------------------------
+    def nearest(self, namespace: str, query: npt.ArrayLike, limit: int) -> list[tuple[str, float]]:
+        """The namespace's memories nearest ``query`` (ids, cosine). Its index must have been made
+        ready for the job (``index_for``); its vectors are loaded from the embeddings hash the first
+        time, then follow the change log with the index."""
+        with self._lock:
+            entry = self._entries.get(namespace)
+            if entry is None or entry.index is None:
+                raise BackendUnavailable(NAME, f"namespace {namespace!r} has no open index")
+            if entry.vectors is None:
+                try:
+                    entry.vectors = self._load_vectors(namespace)
+                except redis.RedisError as exc:
+                    raise BackendUnavailable(NAME, f"memory store unreachable: {exc}") from exc
+            entry.used = time.monotonic()
+            return entry.vectors.nearest(query, limit)
+
+    def _load_vectors(self, namespace: str) -> VectorIndex:
+        vectors = VectorIndex()
+        cursor = 0
+        while True:
+            cursor, page = self.client.hscan(keys.embeddings(namespace), cursor, count=SCAN_BATCH)
+            assert isinstance(page, dict)
+            self._upsert_vectors(vectors, namespace, [_id_text(k) for k in page], list(page.values()))
+            if cursor == 0:
+                return vectors
+
+    @staticmethod
+    def _upsert_vectors(vectors: VectorIndex, namespace: str, ids: list[str], raw: list[Any]) -> None:
+        """Stored embeddings (untrusted bytes) into ``vectors``; an id with none, or one of the
+        wrong size, is taken out."""
+        keep_ids: list[str] = []
+        rows: list[npt.NDArray[np.float32]] = []
+        gone: list[str] = []
+        for memory_id, value in zip(ids, raw, strict=True):
+            size = len(value) if isinstance(value, bytes) else 0
+            if size == 0 or size % 4 or (vectors.dimensions and size != vectors.dimensions * 4) or \
+                    (rows and size != rows[0].size * 4):
+                if value is not None:
+                    logger.warning("namespace=%s embedding of %r unreadable; left out", namespace, memory_id[:80])
+                gone.append(memory_id)
+                continue
+            keep_ids.append(memory_id)
+            rows.append(np.frombuffer(value, dtype="<f4"))
+        if keep_ids:
+            vectors.upsert(keep_ids, np.stack(rows))
+        vectors.delete(gone)
 
     def _save_state(self, entry: _Entry) -> None:
         state = {"namespace": entry.namespace, "version": entry.position.version, "entry": entry.position.entry}
@@ -355,7 +421,8 @@ class IndexRegistry:
     @staticmethod
     def _held(entry: _Entry) -> int:
         """What an entry holds: its files and, while open, its writer."""
-        return entry.bytes + (WRITER_BYTES if entry.index is not None and entry.index.writing else 0)
+        return (entry.bytes + (WRITER_BYTES if entry.index is not None and entry.index.writing else 0)
+                + (entry.vectors.nbytes if entry.vectors is not None else 0))
 
     def total_bytes(self) -> int:
         return sum(self._held(e) for e in self._entries.values())

@@ -39,6 +39,7 @@ from worker.backends.index_registry import IndexRegistry, Readiness, parse_memor
 from worker.backends.linking import linked_hits, neighbour_scores
 from worker.backends.tantivy_index import MemoryIndex
 from worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
+from worker.semantic.embedders import Embedder
 
 # Memories per write script (a Lua call's arguments are bounded).
 WRITE_BATCH = 1000
@@ -47,26 +48,40 @@ WRITE_BATCH = 1000
 class MemoryStore:
     """Add, update, delete and list a namespace's memories in Redis."""
 
-    def __init__(self, client: redis.Redis, namespace: str, change_log_length: int = 10_000) -> None:
+    def __init__(self, client: redis.Redis, namespace: str, change_log_length: int = 10_000,
+                 embedder: Embedder | None = None) -> None:
+        """``embedder``: the semantic retriever's; every memory written is embedded with it
+        and its embedding kept with it, in the same write."""
         self.client = client
         self.namespace = namespace
         self.log = ChangeLog(client, namespace, change_log_length)
+        self.embedder = embedder
 
     def upsert(self, memories: Iterable[Memory]) -> int:
-        batch: dict[str, str] = {}
+        batch: dict[str, Memory] = {}
         written = 0
+        size = min(WRITE_BATCH, self.embedder_batch)
         for memory in memories:
-            batch[memory.id] = memory.model_dump_json()
-            if len(batch) >= WRITE_BATCH:
+            batch[memory.id] = memory
+            if len(batch) >= size:
                 written += self._write(batch)
                 batch = {}
         if batch:
             written += self._write(batch)
         return written
 
-    def _write(self, batch: dict[str, str]) -> int:
+    @property
+    def embedder_batch(self) -> int:
+        settings = getattr(self.embedder, "settings", None)
+        return int(getattr(settings, "batch_size", WRITE_BATCH)) if self.embedder is not None else WRITE_BATCH
+
+    def _write(self, batch: dict[str, Memory]) -> int:
         ids = list(batch)
-        self.log.write("upsert", ids, [batch[i] for i in ids])
+        embeddings = None
+        if self.embedder is not None:
+            vectors = self.embedder.embed([batch[i].text for i in ids])
+            embeddings = [row.astype("<f4").tobytes() for row in vectors]
+        self.log.write("upsert", ids, [batch[i].model_dump_json() for i in ids], embeddings)
         return len(ids)
 
     def delete(self, ids: Iterable[str]) -> int:
@@ -94,15 +109,32 @@ class LocalBackend:
     """Search one namespace's index; built per job by ``LocalBackends``."""
 
     name = "local"
-    retrievers = ("lexical", "graph")  # graph: the co-retrieval weights in Redis
+    retrievers: tuple[str, ...] = ("lexical", "graph")  # graph: the co-retrieval weights; semantic with an embedder
 
     def __init__(self, client: redis.Redis, namespace: str, index: MemoryIndex, version: int,
-                 readiness: Readiness | None = None) -> None:
+                 readiness: Readiness | None = None, registry: IndexRegistry | None = None,
+                 embedder: Embedder | None = None) -> None:
         self._client = client
         self._namespace = namespace
         self._index = index
         self.version = version
         self.readiness = readiness
+        self._registry = registry
+        self._embedder = embedder
+        if registry is not None and embedder is not None:
+            self.retrievers = ("lexical", "graph", "semantic")
+
+    def similar(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        """The memories whose embeddings are nearest the query's (one embeddings call, one read)."""
+        if self._registry is None or self._embedder is None:
+            return []
+        vector = self._embedder.embed([query], timeout)
+        found = self._registry.nearest(self._namespace, vector, limit * 2)  # filters may drop some
+        if not found:
+            return []
+        memories = self._read([memory_id for memory_id, _ in found])
+        return [Hit.of(memories[memory_id], score) for memory_id, score in found
+                if memory_id in memories and matches(memories[memory_id], filters)][:limit]
 
     def search(
         self, query: str, limit: int, filters: Filters, timeout: float | None = None
@@ -189,8 +221,9 @@ class LocalBackends:
 
     def __init__(self, client: redis.Redis, co_retrieval: CoRetrievalSettings | None = None,
                  local: LocalSettings | None = None, index_root: Path | None = None,
-                 redis_url: str | None = None) -> None:
+                 redis_url: str | None = None, embedder: Embedder | None = None) -> None:
         self.client = client
+        self.embedder = embedder
         self.local = local or LocalSettings()
         self._owns_root = index_root is None
         self.index_root = index_root or default_index_root(self.local)
@@ -205,7 +238,8 @@ class LocalBackends:
         wait = self.local.build_wait_seconds if wait_seconds is None else min(wait_seconds,
                                                                               self.local.build_wait_seconds)
         position, index, readiness = self.registry.index_for(namespace, at_least, max(0.0, wait))
-        backend = LocalBackend(self.client, namespace, index, position.version, readiness)
+        backend = LocalBackend(self.client, namespace, index, position.version, readiness, self.registry,
+                               self.embedder)
         if self.affinity_weight <= 0:
             return backend
         wrapped = AffinityBackend(backend, RedisAffinity(self.client, namespace), self.affinity_weight,

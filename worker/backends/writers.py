@@ -21,6 +21,7 @@ from ferret.records import Memory
 from ferret.settings import Settings
 from worker.backends.local import MemoryStore
 from worker.backends.nous import NAME, NousBackend
+from worker.semantic.embedders import embedder_for
 
 
 class MemoryWriter(Protocol):
@@ -70,4 +71,4 @@ class NousWriter:
 def writer_for(settings: Settings, client: redis.Redis, namespace: str) -> MemoryWriter:
     if settings.backend.kind == "nous":
         return NousWriter(settings, client, namespace)
-    return MemoryStore(client, namespace)
+    return MemoryStore(client, namespace, embedder=embedder_for(settings.semantic))

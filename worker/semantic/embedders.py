@@ -83,15 +83,25 @@ def _vectors(response: httpx.Response, expected: int) -> Matrix:
     return unit_rows(rows)
 
 
+# Loaded models by directory, for the whole process: a forked work horse finds its parent's. A model
+# must not have run in a process that then forks (torch's thread pool hangs in the child): ``warm``
+# loads without running it.
+_MODELS: dict[str, Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
 class LocalModelEmbedder:
-    """all-MiniLM-L6-v2 on the CPU; loaded on first use (a few seconds), then kept."""
+    """all-MiniLM-L6-v2 on the CPU; loaded on first use or by ``warm`` (~6 s here), then kept."""
 
     name = "local_model:all-MiniLM-L6-v2"
 
     def __init__(self, settings: SemanticSettings) -> None:
         self.settings = settings
-        self._model: Any = None
         self._lock = threading.Lock()
+
+    def warm(self) -> None:
+        """Load the model now (a worker at start-up, before it forks work horses); run nothing."""
+        self._load()
 
     def embed(self, texts: Sequence[str], timeout: float | None = None) -> Matrix:
         if not texts:
@@ -103,10 +113,11 @@ class LocalModelEmbedder:
         return unit_rows(vectors)
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                path = unpacked_model(Path(self.settings.model_dir) if self.settings.model_dir
-                                      else Path.home() / ".cache" / "ferret")
+        base = Path(self.settings.model_dir) if self.settings.model_dir else Path.home() / ".cache" / "ferret"
+        with _MODELS_LOCK:
+            model = _MODELS.get(str(base))
+            if model is None:
+                path = unpacked_model(base)
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 try:
@@ -114,8 +125,8 @@ class LocalModelEmbedder:
                 except ImportError as exc:
                     raise BackendUnavailable(NAME, "sentence-transformers is not installed: "
                                                    "pip install 'ferret[semantic]'") from exc
-                self._model = SentenceTransformer(str(path), device="cpu")
-            return self._model
+                model = _MODELS[str(base)] = SentenceTransformer(str(path), device="cpu")
+            return model
 
 
 def unpacked_model(base: Path) -> Path:

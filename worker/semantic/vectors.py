@@ -38,6 +38,11 @@ class VectorIndex:
     def __contains__(self, memory_id: object) -> bool:
         return memory_id in self._row_of
 
+    @property
+    def nbytes(self) -> int:
+        """What the rows hold (the buffer, room to grow included)."""
+        return int(self._buffer.nbytes)
+
     def upsert(self, ids: Sequence[str], vectors: npt.ArrayLike) -> None:
         rows = unit_rows(vectors)
         if len(ids) != len(rows):
