@@ -118,8 +118,8 @@ class LocalModelEmbedder:
             model = _MODELS.get(str(base))
             if model is None:
                 path = unpacked_model(base)
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ["HF_HUB_OFFLINE"] = "1"  # never reach for the hub, whatever the environment says
+                os.environ["TRANSFORMERS_OFFLINE"] = "1"
                 try:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
