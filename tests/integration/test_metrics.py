@@ -19,7 +19,7 @@ QUERIES = [
     "BTC and SOL analysis",
     "funding squeeze playbook",
     "How do I trade a breakout retest?",
-    "What's the plan for tomorrow's coffee with Anna about ETH?",  # weak: retried
+    "the plan for tomorrow's coffee with Anna about ETH",  # weak, no question word to strip: retried with the entity
 ]
 
 

@@ -17,7 +17,7 @@ from tests.ops.conftest import OPS, tool
 
 QUERIES = [
     "What's my BTC thesis and how did my last SOL trade go?",
-    "What's the plan for tomorrow's coffee with Anna about ETH?",
+    "the plan for tomorrow's coffee with Anna about ETH",  # weak: retried with the entity
     "what signals are firing right now?",
     "funding squeeze playbook",
 ]

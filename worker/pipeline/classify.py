@@ -60,6 +60,7 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 
 
 QUESTION_WORD = QUESTION_WORDS["en"]
+_ALL_QUESTION_WORDS = "|".join(QUESTION_WORDS.values())
 
 _DISQUALIFIERS: dict[str, re.Pattern[str]] = {
     "D1": _rx(r"\bwhy\b", r"\bhow come\b", r"\bexplain\b", r"\breason(?:s|ing)?\b",
@@ -76,8 +77,17 @@ _DISQUALIFIERS: dict[str, re.Pattern[str]] = {
               r"\b(?:january|february|march|april|june|july|august|september|october|november|december)\b",
               r"\bwhen\b"),
     "D4": _rx(r"\?[^?]+\?", rf"\S[ \t]*\n\s*(?:{QUESTION_WORD})\b",
-              rf"\w\W*(?:,|;|\band\b|\bbut\b|\bor\b)\s+(?:{QUESTION_WORD})\b",
+              rf"\w\W*(?:,|;|\band\b|\bbut\b|\bor\b)\s+(?:(?:in|on|at|for|to|from|with|by|of|about|after|before|"
+              r"during|around|within)\s+)?"
+              rf"(?:{QUESTION_WORD})\b",
               r"\balso\b[^?]*\?", r",\s*also\b", r"\bas well as\b",
+              # the joins of the other languages, before a question word of any of the four
+              rf"\w\W*(?:\b(?:et|puis|ensuite|y|und)\b)(?:\s+(?:aussi|también|además|auch|außerdem))?[\s,:]+¿?"
+              rf"(?:{_ALL_QUESTION_WORDS})\b",
+              # a yes/no question after a semicolon or ", and": "...; would Caroline ...?"
+              r"(?:;|,)\s*(?:(?:and|et|puis|y|und)\s+(?:(?:also|aussi|también|además|auch|außerdem)\s+)?)?"
+              r"(?:is|are|was|were|did|does|do|can|could|would|will|has|have)\s+"
+              r"(?:(?-i:[A-Z])\w*|you|he|she|it|we|they|there|the|my|your|his|her|their)\b[^?]*\?",
               r"\b(?:and )?then\s+(?:" + QUESTION_WORD + r"|what|did|do|does|is|was)\b"),
     "D5": _rx(r"^\s*(?:and\s+)?(?:it|that|this|those|these|they|them|he|she)\b",
               r"\b(?:that one|the same one|the other one|what about it)\b",

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ferret.contract import Turn
-from ferret.text import REQUEST_PHRASES
-from worker.pipeline.classify import QUESTION_WORD, Classification, joins_entities
+from ferret.text import QUESTION_WORDS, REQUEST_PHRASES
+from worker.pipeline.classify import QUESTION_WORD, Classification, entities_of, joins_entities
 from worker.pipeline.rewrite import rewrite
 
 MAX_DECOMPOSABLE_CHARS = 500
@@ -45,19 +45,53 @@ class Decomposition:
         return len(self.parts) > 1
 
 
+# What opens a question, in any of the four languages: a question word (after a preposition too: "in what
+# activity", "for how long"), or an auxiliary opening a yes/no question.
+_ANY_QUESTION_WORD = "|".join(QUESTION_WORDS.values())
+_PREPOSITION = (r"(?:in|on|at|for|to|from|with|by|of|about|since|until|after|before|during|around|within|between|"
+                r"among|besides|into|under|over|through)")
+_OPENS = rf"(?:{_PREPOSITION}\s+)?(?:{_ANY_QUESTION_WORD})\b"
+# A yes/no question: an auxiliary, then whom it asks about (a name, or a pronoun).
+_OPENS_YES_NO = (r"(?:is|are|was|were|did|does|do|can|could|would|will|has|have)\s+"
+                 r"(?:(?-i:[A-Z])\w*|you|he|she|it|we|they|there|the|my|your|his|her|their)\b")
+_AND = r"(?:and|but|or|&|et|puis|ensuite|mais|ou|y|e|pero|o|und|aber|oder)"
+_TOO = r"(?:also|aussi|también|además|auch|außerdem)"
 _CONJUNCTION = re.compile(
-    rf"(?:,\s*|\s+)(?:and|but|or|&)\s+(?=(?:{QUESTION_WORD})\b)|[,;]\s+(?=(?:{QUESTION_WORD})\b)",
+    rf"(?:,\s*|\s+-{{1,2}}\s+|\s+—\s+|\s+){_AND}(?:\s+{_TOO})?[\s,:]+(?=¿?{_OPENS})"
+    rf"|[,;]\s+(?=¿?{_OPENS})"
+    rf"|(?:;\s*|,\s*(?:{_AND}(?:\s+{_TOO})?\s+)?)(?={_OPENS_YES_NO})",
     re.IGNORECASE,
 )
-_ALSO = re.compile(r"(?:,\s*|\s+)(?:and\s+)?also\b\s*,?", re.IGNORECASE)
+_ALSO = re.compile(rf"(?:,\s*|\s+)(?:{_AND}\s+)?(?:also|aussi|también|además|außerdem|und auch)\b\s*[,:]?",
+                   re.IGNORECASE)
 _AS_WELL_AS = re.compile(r"\s*,?\s+as well as\s+", re.IGNORECASE)
 _SEQUENTIAL = re.compile(r"(?:,\s*|\s+)(?:and\s+)?(?:then|after that|afterwards)\b\s*,?", re.IGNORECASE)
-_TRIM = " \t\n,;:.!?"
-_LEADING_JOINER = re.compile(r"^(?:(?:and|also|but|then|plus)\b[\s,]*)+", re.IGNORECASE)
+# What a question or a request opens with; a clause that opens otherwise before a comma frames the
+# question after it ("According to Gina, what makes ...", "Based on Tim's collections, what ...").
+_ASKS = re.compile(rf"^\s*¿?(?:{_OPENS}|(?:{REQUEST_PHRASES}|is|are|was|were|did|does|do|can|could|would|will|"
+                   rf"has|have|est-ce|peux|puedes|kannst|können)\b|.*\?\s*$)", re.IGNORECASE)
+
+
+_TRIM = " \t\n,;:.!?¿-—"
+# What a part may open with that is not the question: joiners ("and", "Oh, and", "Plus,", "Y también,")
+# and the words that number questions ("First,", "Secondly:", "Enfin,", "Zweitens,").
+_LEADING_JOINER = re.compile(
+    rf"^(?:(?:and|but|or|&|et|puis|ensuite|mais|ou|y|pero|und|aber|oder|{_TOO}|then|plus|oh|so|dann)\b[\s,:]*"
+    r"|(?:first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|finally|lastly|next|premi[eè]rement|"
+    r"deuxi[eè]mement|enfin|primero|segundo|finalmente|erstens|zweitens|drittens|schlie(?:ß|ss)lich)\s*[,:]\s*)+",
+    re.IGNORECASE)
+# A lead-in before a colon that asks nothing ("Two things: ...", "Quick questions: ...").
+_PREAMBLE = re.compile(r"^[^:?\n]{1,40}:\s+(?=\S)")
 
 
 def _clean(parts: list[str]) -> list[str]:
-    cleaned = [_LEADING_JOINER.sub("", p.strip(_TRIM)).strip(_TRIM) for p in parts]
+    cleaned = []
+    for part in parts:
+        part = _LEADING_JOINER.sub("", part.strip(_TRIM)).strip(_TRIM)
+        lead = _PREAMBLE.match(part)
+        if lead and not _ASKS.match(part) and _ASKS.match(part[lead.end():]):
+            part = part[lead.end():]
+        cleaned.append(part)
     return [p for p in cleaned if len(p) >= MIN_PART_CHARS]
 
 
@@ -65,15 +99,9 @@ def _split(pattern: re.Pattern[str], query: str) -> list[str]:
     return _clean(pattern.split(query))
 
 
-# What a question or a request opens with; a clause that opens otherwise before a comma frames the
-# question after it ("According to Gina, what makes ...", "Based on Tim's collections, what ...").
-_ASKS = re.compile(rf"^\s*(?:(?:{QUESTION_WORD}|{REQUEST_PHRASES}|is|are|was|were|did|does|do|can|could|would|will|"
-                   rf"has|have|est-ce|peux|puedes|kannst|können)\b|.*\?\s*$)", re.IGNORECASE)
-
-
 def _by_conjunction(query: str) -> list[str]:
     parts = _split(_CONJUNCTION, query)
-    while len(parts) > 1 and not _ASKS.match(parts[0]):
+    if len(parts) > 1 and not _ASKS.match(parts[0]):  # a frame at the start belongs to the question after it
         parts = [f"{parts[0]}, {parts[1]}", *parts[2:]]
     return parts
 
@@ -119,8 +147,10 @@ def decompose(query: str, classification: Classification, max_parts: int) -> Dec
 
 
 def _shared_subject(parts: list[str]) -> list[str]:
-    """Each part after the first with its references resolved from the parts before it."""
+    """Each part after the first that names no one of its own with its references resolved from the
+    parts before it ("and where did I set its stop?"); a part that names its subject is left as it is."""
     resolved = parts[:1]
     for part in parts[1:]:
-        resolved.append(rewrite(part, [Turn(content=p) for p in resolved]).query)
+        own = entities_of(part)
+        resolved.append(part if own else rewrite(part, [Turn(content=p) for p in resolved]).query)
     return resolved

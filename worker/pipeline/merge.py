@@ -6,11 +6,12 @@
 3. dynamic cutoff, per sub-query: keep hits scoring at least that
    sub-query's top x ``relevance_ratio`` (a weak part is judged against its
    own best, not cut away by a strong part);
-4. interleave: the best hit of every sub-query first (best of those first),
-   then every sub-query's second, and so on. On LoCoMo this beat one list
-   sorted by raw score, whose scores are not comparable across different
-   queries, and it gives the coverage guarantee for free: one hit for each
-   sub-query that found any;
+4. interleave: the best hit of every sub-query first (in the order the
+   question asked them), then every sub-query's second, and so on. On LoCoMo
+   this beat one list sorted by raw score, whose scores are not comparable
+   across different queries (so neither is a round ordered by score), and
+   it gives the coverage guarantee for free: one hit for each sub-query
+   that found any;
 5. dedup by id: a memory found by several sub-queries keeps its highest
    score and its first place;
 6. hard cap at ``max_results``; and the cutoff never leaves fewer than
@@ -80,13 +81,14 @@ def merge_and_select(
 
 
 def _interleave(lists: Sequence[Sequence[Hit]]) -> tuple[Hit, ...]:
-    best_score: dict[str, float] = {}
+    """Round by round, in the order the question asked its parts; a memory several parts found takes
+    its first place and the hit (score, sub-query) where it scored best."""
+    best: dict[str, Hit] = {}
     for hit in (h for hits in lists for h in hits):
-        best_score[hit.id] = max(hit.score, best_score.get(hit.id, hit.score))
+        if hit.id not in best or hit.score > best[hit.id].score:
+            best[hit.id] = hit
     placed: dict[str, Hit] = {}
     for round_ in zip_longest(*lists):
-        for hit in _rank(h for h in round_ if h is not None):
-            if hit.id not in placed:
-                placed[hit.id] = hit if hit.score == best_score[hit.id] else replace(
-                    hit, score=best_score[hit.id])
+        for hit in (h for h in round_ if h is not None):
+            placed.setdefault(hit.id, best[hit.id])
     return tuple(placed.values())

@@ -41,6 +41,9 @@ _AGAINST = re.compile(r"\b(?:compared (?:to|with)|versus|vs\.?|against|par rappo
                       r"comparado con|frente a|im vergleich zu|gegen[üu]ber)\b", re.IGNORECASE)
 
 
+_POSSESSIVE = re.compile(r"['’]s$")  # "John's" names John
+
+
 @dataclass(frozen=True)
 class Rewrite:
     query: str  # what is classified and searched
@@ -58,7 +61,8 @@ def _recent_entities(history: Sequence[Turn]) -> tuple[list[str], list[str], lis
         for turn in reversed(history):
             if turn.role not in roles:
                 continue
-            found = list(entities_of(turn.content, at_sentence_start=True))
+            found = list(dict.fromkeys(_POSSESSIVE.sub("", e) for e in entities_of(turn.content,
+                                                                                   at_sentence_start=True)))
             if len(found) >= 2 and not group:
                 group = found
             if not names:

@@ -125,3 +125,46 @@ def test_names_that_are_not_joined_are_not_split_per_name():
     assert first == "When did John read Lord of the Rings"
     assert _parts("Who is John's favourite character in Lord of the Rings?") == (
         "Who is John's favourite character in Lord of the Rings?",)
+
+
+@pytest.mark.parametrize(("query", "parts"), [
+    ("Two things: where does Caroline live, and when did she move?",
+     ("where does Caroline live", "when did Caroline move")),
+    ("First, what did Caroline research? Second, where did Melanie camp?",
+     ("what did Caroline research", "where did Melanie camp")),
+    ("What did Caroline research? Oh, and where did Melanie camp?",
+     ("What did Caroline research", "where did Melanie camp")),
+    ("What did Caroline research; would Melanie enjoy Vivaldi?",
+     ("What did Caroline research", "would Melanie enjoy Vivaldi")),
+    ("Why did Gina open a store, did Jon and Gina both dance?",
+     ("Why did Gina open a store", "did Jon and Gina both dance")),
+    ("What did Maria do for her faith and in what activity did she take part?",
+     ("What did Maria do for her faith", "in what activity did Maria take part")),
+    ("Where does Caroline live, what does she do, and would she move again?",
+     ("Where does Caroline live", "what does Caroline do", "would Caroline move again")),
+])
+def test_more_of_the_ways_people_chain_questions(query, parts):
+    assert _parts(query) == parts
+
+
+TWO = ("Where does Caroline live", "when did Melanie camp")
+
+
+@pytest.mark.parametrize(("query", "parts"), [
+    ("Où habite Caroline, et quand a-t-elle déménagé ?", ("Où habite Caroline", "quand a-t-elle déménagé")),
+    ("Where does Caroline live ? Et aussi, when did Melanie camp ?", TWO),
+    ("Where does Caroline live, puis when did Melanie camp ?", TWO),
+    ("¿Dónde vive Caroline? ¿Y cuándo se mudó?", ("Dónde vive Caroline", "cuándo se mudó")),
+    ("Where does Caroline live, y además when did Melanie camp?", TWO),
+    ("Wo wohnt Caroline und wann ist sie umgezogen?", ("Wo wohnt Caroline", "wann ist sie umgezogen")),
+    ("Where does Caroline live, und auch when did Melanie camp?", TWO),
+])
+def test_the_joins_of_the_four_languages(query, parts):
+    assert _parts(query) == parts
+
+
+def test_a_part_that_names_its_own_subject_keeps_it():
+    assert _parts("When did Jon and Gina start?\nWhat do Jon and Gina both like?") == (
+        "When did Jon and Gina start", "What do Jon and Gina both like")
+    assert _parts("What was John's way of coping, and what schools did he play in?") == (
+        "What was John's way of coping", "what schools did John play in")

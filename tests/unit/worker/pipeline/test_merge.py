@@ -117,3 +117,9 @@ def test_the_good_candidates_come_back_interleaved_after_what_the_cutoff_kept():
     first = _outcome(0, _hit("a", 0.9), _hit("a2", 0.2))
     second = _outcome(1, _hit("b", 0.5), _hit("b2", 0.15))
     assert [h.id for h in _merge([first, second], good_score=0.1)] == ["a", "b", "a2", "b2"]
+
+
+def test_each_round_follows_the_order_the_question_asked_its_parts():
+    first = _outcome(0, _hit("a1", 0.3), _hit("a2", 0.2))
+    second = _outcome(1, _hit("b1", 0.9), _hit("b2", 0.8))
+    assert [h.id for h in _merge([first, second], relevance_ratio=0.0)] == ["a1", "b1", "a2", "b2"]
