@@ -14,12 +14,16 @@ split is the reference.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from benchmarks.locomo import CompoundQuery, Question
+from ferret.settings import PipelineSettings
 from ferret.text import starts_with_question_word
 
 
@@ -130,7 +134,7 @@ def _same_person_pairs(pool: list[Question], rng: random.Random, wanted: int) ->
     return [(a, f"{b.text}\x00{second}") for a, b, second in made[:wanted]]
 
 
-def phrasing_sets(questions: list[Question], per_conversation: int = 4, seed: int = 11,
+def phrasing_sets(questions: list[Question], per_conversation: int = 20, seed: int = 11,
                   phrasings: Sequence[Phrasing] = PHRASINGS) -> dict[str, list[CompoundQuery]]:
     """Every phrasing's set: ``per_conversation`` compound questions from each conversation."""
     rng = random.Random(seed)
@@ -156,3 +160,48 @@ def phrasing_sets(questions: list[Question], per_conversation: int = 4, seed: in
                                           tuple(q.text for q in group)))
         sets[phrasing.name] = made
     return sets
+
+
+def evaluate_sets(backends: dict[str, Any], sets: dict[str, list[CompoundQuery]], base: PipelineSettings,
+                  ) -> dict[str, dict[str, Any]]:
+    """Per set: Ferret, single-shot (question words stripped) and the perfect split, scored."""
+    from benchmarks.retrieval import _oracle_split, _pipeline, _single_shot, score_compounds
+
+    ferret, single = _pipeline(base), _single_shot(True, base)
+    report: dict[str, dict[str, Any]] = {}
+    for name, queries in sets.items():
+        phrasing = next(p for p in PHRASINGS if p.name == name)
+        report[name] = {
+            "parts": phrasing.parts, "language": phrasing.language, "n": len(queries),
+            "example": queries[0].text if queries else "",
+            "ferret": score_compounds([ferret(backends[q.conversation], q.text) for q in queries], queries),
+            "single_shot_stripped": score_compounds([single(backends[q.conversation], q.text) for q in queries],
+                                                    queries),
+            "perfect_split": score_compounds([_oracle_split(backends[q.conversation], q, base.search_limit_per_query)
+                                              for q in queries], queries),
+        }
+    return report
+
+
+def markdown(report: dict[str, dict[str, Any]]) -> str:
+    lines = ["compound questions phrased other ways (all@k: every part found in the top k):", "",
+             "| set | parts | lang | n | Ferret all@5 | all@10 | all@20 | perfect split all@10 | single-shot all@10 |"
+             " Ferret - perfect @10 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, row in report.items():
+        f, p, s = row["ferret"], row["perfect_split"], row["single_shot_stripped"]
+        lines.append(f"| {name} | {row['parts']} | {row['language']} | {row['n']} | {f['both@5']:.3f} | "
+                     f"{f['both@10']:.3f} | {f['both@20']:.3f} | {p['both@10']:.3f} | {s['both@10']:.3f} | "
+                     f"{f['both@10'] - p['both@10']:+.3f} |")
+    below = [name for name, row in report.items() if row["ferret"]["both@10"] < row["perfect_split"]["both@10"]]
+    lines += ["", f"sets where Ferret's all@10 is below the perfect split's: {len(below)} of {len(report)}"
+                  + (f" ({', '.join(below)})" if below else "")]
+    return "\n".join(lines)
+
+
+def write_sets(sets: dict[str, list[CompoundQuery]], directory: Path) -> None:
+    """Each set as a --compound-file (JSONL: conversation, text, parts, template, questions)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, queries in sets.items():
+        rows = [json.dumps({"conversation": q.conversation, "text": q.text, "parts": [sorted(p) for p in q.parts],
+                            "template": q.template, "questions": list(q.questions or ())}) for q in queries]
+        (directory / f"{name}.jsonl").write_text("\n".join(rows) + "\n")

