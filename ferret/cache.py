@@ -44,6 +44,8 @@ def answer_fingerprint(settings: Settings) -> str:
         "backend": settings.backend.model_dump(mode="json", exclude={"nous": {"api_key"}, "local": True}),
         "rerank": settings.rerank.model_dump(mode="json", exclude={"api_key"}),
         "agent": settings.agent.model_dump(mode="json", exclude={"api_key"}),
+        "semantic": settings.semantic.model_dump(mode="json", exclude={"api_key", "timeout_seconds", "batch_size",
+                                                                       "model_dir"}),
         "co_retrieval": settings.co_retrieval.model_dump(mode="json"),
         "limits": settings.limits.model_dump(mode="json"),
         "code": [__version__, CACHE_FORMAT],

@@ -345,7 +345,7 @@ def _replace(run: _Run, merged: tuple[Hit, ...]) -> tuple[Hit, ...]:
         outcome = replace_weak(merged, search, floor=settings.replacement_floor,
                                max_replacements=settings.max_replacements,
                                sub_queries=run.stats.sub_queries, min_results=settings.min_results,
-                               has_time=lambda: run.budget.has(MIN_STAGE_SECONDS))
+                               has_time=lambda: run.budget.has(MIN_STAGE_SECONDS), good_score=settings.good_score)
         span.set(attempted=outcome.attempted, successful=outcome.successful, dropped=len(outcome.dropped))
     run.timed("replace", span)
     run.stats.replacements_attempted = outcome.attempted

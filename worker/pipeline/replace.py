@@ -58,8 +58,11 @@ def replace_weak(
     sub_queries: Sequence[str] = (),
     min_results: int = 0,
     has_time: Callable[[], bool] = lambda: True,
+    good_score: float | None = None,
 ) -> ReplaceOutcome:
-    """Replace or drop hits below ``floor``, in the order given."""
+    """Replace or drop hits below ``floor``, in the order given; one scoring at least ``good_score``
+    (a good candidate, as merge's refill reads one) is replaced when something better is found,
+    never dropped for nothing."""
     if not hits:
         return ReplaceOutcome(hits=())
     seen = {h.id for h in hits}
@@ -87,7 +90,7 @@ def replace_weak(
             successful += 1
             seen.add(best.id)
             outcome[hit.id] = replace(best, sub_query=hit.sub_query)
-        elif remaining > min_results:
+        elif remaining > min_results and (good_score is None or hit.score < good_score):
             outcome[hit.id] = None
             remaining -= 1
     kept = [outcome.get(h.id, h) for h in hits]

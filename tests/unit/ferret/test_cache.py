@@ -42,7 +42,9 @@ def test_the_fingerprint_follows_what_decides_an_answer():
     base = answer_fingerprint(load_settings(environ={}))
     for name, value in (("PIPELINE__MAX_RESULTS", "2"), ("PIPELINE__RELEVANCE_RATIO", "0.5"),
                         ("BACKEND__KIND", "nous"), ("RERANK__MODEL", "other"),
-                        ("CO_RETRIEVAL__AFFINITY_WEIGHT", "0.3"), ("LIMITS__MAX_RESULT_BYTES", "50000")):
+                        ("CO_RETRIEVAL__AFFINITY_WEIGHT", "0.3"), ("LIMITS__MAX_RESULT_BYTES", "50000"),
+                        ("SEMANTIC__ENABLED", "true"), ("PIPELINE__FUSION__SEMANTIC_SHARE", "0.5"),
+                        ("PIPELINE__GOOD_SCORE", "0.2")):
         assert answer_fingerprint(load_settings(environ={f"FERRET_{name}": value})) != base, name
     for name, value in (("SERVICE__RESULT_TTL_SECONDS", "60"), ("BACKEND__NOUS__API_KEY", "secret"),
                         ("RERANK__API_KEY", "secret")):

@@ -100,3 +100,12 @@ def test_the_single_best_always_survives(scores, cap):
     out = replace_weak(hits, _Search(), floor=0.25, max_replacements=cap)
     assert hits[0] in out.hits
     assert out.attempted <= cap
+
+
+def test_a_weak_but_good_candidate_is_replaced_by_better_but_never_dropped_for_nothing():
+    hits = [_hit("top", 0.6), _hit("good", 0.15), _hit("noise", 0.05)]
+    out = replace_weak(hits, _Search(), floor=0.25, max_replacements=2, good_score=0.1)
+    assert [h.id for h in out.hits] == ["top", "good"] and out.dropped == ("noise",)
+    better = _Search({"title good": [_hit("better", 0.35)]})
+    out = replace_weak(hits, better, floor=0.25, max_replacements=2, good_score=0.1)
+    assert [h.id for h in out.hits] == ["top", "better"]
