@@ -29,6 +29,7 @@ from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
 from ferret.stats import REFUSAL_REASONS, JobStats
 from worker.backends.index_registry import directory_bytes
 from worker.pipeline.complexity import Route
+from worker.pipeline.fusion import RETRIEVERS
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +144,14 @@ class FerretMetrics:
                                      registry=r)
         self.agent_llm_latency = Histogram("ferret_agent_llm_duration_seconds", "One agent LLM call's time.",
                                            buckets=LATENCY_BUCKETS, registry=r)
+        self.retriever_results = Counter("ferret_retriever_results_total",
+                                         "Results each retriever contributed to the fused lists (seed 002 fusion).",
+                                         ["retriever"], registry=r)
+        self.fusion_shifts = Counter("ferret_fusion_shifts_total", "Searches where a retriever's results were weak "
+                                     "and it gave weight to the others.", ["retriever"], registry=r)
+        self.retriever_errors = Counter("ferret_retriever_errors_total", "Graph or semantic searches that failed or "
+                                        "did not answer in time (the search went on without them).", ["retriever"],
+                                        registry=r)
         self._create_children()
 
     def _create_children(self) -> None:
@@ -176,6 +185,10 @@ class FerretMetrics:
             self.index_ready.labels(how)
         for outcome in AGENT_OUTCOMES:
             self.agent_runs.labels(outcome)
+        for retriever in RETRIEVERS:
+            self.retriever_results.labels(retriever)
+            self.fusion_shifts.labels(retriever)
+            self.retriever_errors.labels(retriever)
 
     def observe_co_retrieval(self, outcome: str, links: int) -> None:
         self.co_retrieval.labels(outcome).inc()
@@ -222,6 +235,18 @@ class FerretMetrics:
             if isinstance(ms, (int, float)):
                 self.agent_llm_latency.observe(max(0.0, ms / 1000))
 
+    def _record_fusion(self, fusion: dict[str, Any]) -> None:
+        for retriever, count in (fusion.get("contributed") or {}).items():
+            if retriever in RETRIEVERS and isinstance(count, int) and count > 0:
+                self.retriever_results.labels(retriever).inc(count)
+        for shifts in fusion.get("shifts") or []:
+            for retriever in shifts if isinstance(shifts, dict) else ():
+                if retriever in RETRIEVERS:
+                    self.fusion_shifts.labels(retriever).inc()
+        for retriever, count in (fusion.get("errors") or {}).items():
+            if retriever in RETRIEVERS and isinstance(count, int) and count > 0:
+                self.retriever_errors.labels(retriever).inc(count)
+
     def _record_stats(self, stats: JobStats, backend: str) -> None:
         if stats.refused in REFUSAL_REASONS:
             self.refused.labels(stats.refused).inc()
@@ -241,6 +266,8 @@ class FerretMetrics:
             self.fallbacks.labels(stats.fallback).inc()
         if stats.agent is not None:
             self._record_agent(stats.agent)
+        if stats.fusion is not None:
+            self._record_fusion(stats.fusion)
         if stats.route in Route.__members__:
             self.routes.labels(stats.route).inc()
         self.retries.inc(stats.retries or 0)
