@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Protocol
 
@@ -12,6 +13,8 @@ from worker.backends.base import Backend
 from worker.backends.local import LocalBackends
 from worker.backends.nous import NousBackends
 from worker.semantic.embedders import embedder_for
+
+logger = logging.getLogger(__name__)
 
 
 class Backends(Protocol):
@@ -29,6 +32,9 @@ def build_backends(settings: Settings, client: redis.Redis, index_root: Path | N
     retriever on (local backend only: a Nous server's search has its own), the
     embedder is made and its model loaded here."""
     if settings.backend.kind == "nous":
+        if settings.semantic.enabled:
+            logger.warning("semantic.enabled has no effect on the nous backend (its search has its own semantic "
+                           "signal); the fusion uses lexical and graph")
         return NousBackends(settings.backend.nous, client=client)
     embedder = embedder_for(settings.semantic)
     warm = getattr(embedder, "warm", None)
