@@ -64,6 +64,7 @@ def test_an_unreadable_embedding_is_left_out_not_fatal(redis_client, embeddings,
     embedder = _embedder(embeddings)
     MemoryStore(redis_client, "sem", embedder=embedder).upsert(MEMORIES)
     redis_client.hset(keys.embeddings("sem"), "pup", b"\x00garbage")  # hostile: 8 bytes, not 256 floats
+    redis_client.hset(keys.embeddings("sem"), "odd", b"\x00\x00\x80\x3f")  # a well-formed 1-float vector
     backends = LocalBackends(redis_client, index_root=tmp_path / "idx", embedder=embedder)
     try:
         assert _nearest(backends, "sem") == ["auto"]

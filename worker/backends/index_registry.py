@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from hashlib import sha256
@@ -359,14 +360,23 @@ class IndexRegistry:
             return entry.vectors.nearest(query, limit)
 
     def _load_vectors(self, namespace: str) -> VectorIndex:
-        vectors = VectorIndex()
+        """The namespace's stored embeddings; the size most of them have is the index's (one written
+        with another size by someone else cannot set it)."""
+        ids: list[str] = []
+        raw: list[Any] = []
         cursor = 0
         while True:
             cursor, page = self.client.hscan(keys.embeddings(namespace), cursor, count=SCAN_BATCH)
             assert isinstance(page, dict)
-            self._upsert_vectors(vectors, namespace, [_id_text(k) for k in page], list(page.values()))
+            ids += [_id_text(k) for k in page]
+            raw += list(page.values())
             if cursor == 0:
-                return vectors
+                break
+        sizes = Counter(len(v) for v in raw if isinstance(v, bytes) and v and len(v) % 4 == 0)
+        vectors = VectorIndex(sizes.most_common(1)[0][0] // 4 if sizes else None)
+        for start in range(0, len(ids), SCAN_BATCH):
+            self._upsert_vectors(vectors, namespace, ids[start:start + SCAN_BATCH], raw[start:start + SCAN_BATCH])
+        return vectors
 
     @staticmethod
     def _upsert_vectors(vectors: VectorIndex, namespace: str, ids: list[str], raw: list[Any]) -> None:
