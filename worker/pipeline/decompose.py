@@ -146,11 +146,16 @@ def decompose(query: str, classification: Classification, max_parts: int) -> Dec
     return single
 
 
+# Capitalised words that name a time, not whom a part is about.
+_CALENDAR = frozenset("""january february march april may june july august september october november december
+monday tuesday wednesday thursday friday saturday sunday""".split())
+
+
 def _shared_subject(parts: list[str]) -> list[str]:
     """Each part after the first that names no one of its own with its references resolved from the
     parts before it ("and where did I set its stop?"); a part that names its subject is left as it is."""
     resolved = parts[:1]
     for part in parts[1:]:
-        own = entities_of(part)
+        own = [e for e in entities_of(part) if e.lower() not in _CALENDAR]
         resolved.append(part if own else rewrite(part, [Turn(content=p) for p in resolved]).query)
     return resolved

@@ -168,3 +168,8 @@ def test_a_part_that_names_its_own_subject_keeps_it():
         "When did Jon and Gina start", "What do Jon and Gina both like")
     assert _parts("What was John's way of coping, and what schools did he play in?") == (
         "What was John's way of coping", "what schools did John play in")
+
+
+def test_a_date_is_not_whom_a_part_is_about():
+    assert _parts("What did Nate buy for the party?\nWhat game is he playing on November 7, 2022?") == (
+        "What did Nate buy for the party", "What game is Nate playing on November 7, 2022")
