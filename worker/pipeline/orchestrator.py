@@ -1,7 +1,8 @@
 """The orchestrator: composes the stages under a deadline budget.
 
-classify -> decompose -> complexity -> parallel search with quality gate ->
-merge & select -> replace weak -> optional re-rank -> format. Each stage gets a span. Stages that
+classify -> decompose -> complexity -> parallel search (each sub-query's
+retrievers fused by its query type's weights, seed 002: ``fusion.py``) with
+quality gate -> merge & select -> replace weak -> optional re-rank -> format. Each stage gets a span. Stages that
 do not fit in the budget are skipped and recorded; the result is then
 ``partial``. The retrieval stages share one budget: ``timeout_seconds`` for
 the whole orchestration, or the job's deadline when that comes first; every
