@@ -26,7 +26,7 @@ from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from rq.exceptions import NoSuchJobError
+from rq.exceptions import NoSuchJobError, StopRequested
 from rq.job import JOB_ID_PATTERN, Job, JobStatus
 from rq.queue import Queue
 from rq.registry import FailedJobRegistry
@@ -42,6 +42,21 @@ _SHOWN_ID_CHARS = 80
 
 # Redis's own trouble is not the entry's fault: let the worker's retry loop see it.
 REDIS_FAULTS = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError)
+# Nor is a stop: RQ's signal handler raises StopRequested wherever an idle worker is (reading an entry
+# too), and it must stop the worker, never end the job it was reading.
+NOT_THE_ENTRY = (*REDIS_FAULTS, StopRequested)
+
+
+def _stop_inside(exc: BaseException) -> StopRequested | None:
+    """The stop an exception carries (RQ wraps what deserialising raises in DeserializationError)."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        if isinstance(seen, StopRequested):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,8 @@ def refusal_of(job: Job, queue: str) -> Refusal | None:
     try:
         func_name, instance, args, kwargs = job.func_name, job.instance, job.args, job.kwargs
     except Exception as exc:  # the data is not JSON, not UTF-8, or not RQ's four fields
+        if (stop := _stop_inside(exc)) is not None:
+            raise stop from None
         return refused("malformed_job", f"job data cannot be read ({type(exc).__name__})")
     if func_name != JOB_FUNCTION or instance is not None:
         shown = func_name if isinstance(func_name, str) else type(func_name).__name__
@@ -125,13 +142,26 @@ class GuardedDequeue:
             queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
                                        serializer=serializer, death_penalty_class=death_penalty_class)
             raw = raw if isinstance(raw, bytes) else str(raw).encode()
-            job, refusal = take_entry(job_cls, raw, queue, connection, serializer)
+            try:
+                job, refusal = take_entry(job_cls, raw, queue, connection, serializer)
+            except StopRequested:  # the worker stops while reading the entry: it goes back, untouched
+                _put_back(connection, queue, raw)
+                raise
             if job is not None:
                 return job, queue
             if refusal is not None:
                 connection.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]  # lmove put it there
                 logger.warning("queue %s: refused entry %s: %s", queue.name, refusal.shown_id(raw), refusal.message)
                 _notify(cls.on_refused, refusal)
+
+
+def _put_back(connection: Redis, queue: Queue, raw: bytes) -> None:
+    """An entry taken off ``queue`` (into its intermediate queue) back to the front, for the next worker."""
+    with connection.pipeline() as pipe:
+        pipe.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]
+        pipe.lpush(queue.key, raw)
+        pipe.execute()
+    logger.warning("queue %s: stopped while reading entry %s; put back", queue.name, raw[:_SHOWN_ID_CHARS])
 
 
 def take_entry(job_cls: type[Job], raw: bytes | str, queue: Queue, connection: Redis,
@@ -145,9 +175,11 @@ def take_entry(job_cls: type[Job], raw: bytes | str, queue: Queue, connection: R
     except NoSuchJobError as exc:
         missing = "has no job hash" if "Unexpected job format" not in str(exc) else "job hash has no data"
         return None, Refusal("no_job_hash", missing, queue.name, job_id)
-    except REDIS_FAULTS:
+    except NOT_THE_ENTRY:
         raise
     except Exception as exc:  # a field RQ cannot parse (a date, a status, a number, bytes)
+        if (stop := _stop_inside(exc)) is not None:
+            raise stop from None
         return None, Refusal("malformed_job", f"job hash cannot be read ({type(exc).__name__})", queue.name, job_id)
     refusal = refusal_of(job, queue.name)
     return (None, refusal) if refusal is not None else (job, None)
@@ -156,7 +188,7 @@ def take_entry(job_cls: type[Job], raw: bytes | str, queue: Queue, connection: R
 def _notify(hook: Callable[[Refusal], None], refusal: Refusal) -> None:
     try:
         hook(refusal)
-    except REDIS_FAULTS:
+    except NOT_THE_ENTRY:
         raise
     except Exception:  # an observer must not stop the worker
         logger.exception("queue %s: handling a refused entry failed", refusal.queue)

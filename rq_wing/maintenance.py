@@ -32,7 +32,7 @@ from rq.worker_registration import clean_worker_registry
 
 from ferret.contract import RetrievalResult
 from ferret.envelope import deadline_of
-from rq_wing.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
+from rq_wing.intake import NOT_THE_ENTRY, Refusal, registry_entry_id, take_entry
 from worker.core.resources import WorkerResources
 from worker.core.results import lost_result
 
@@ -53,7 +53,7 @@ def sweep(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], No
     for name, step in steps:
         try:
             step()
-        except REDIS_FAULTS:
+        except NOT_THE_ENTRY:
             raise
         except Exception:
             logger.exception("queue %s: maintenance of the %s failed", queue.name, name)

@@ -23,7 +23,7 @@ from rq.serializers import JSONSerializer
 
 from ferret.contract import RetrievalResult
 from ferret.envelope import deadline_of
-from rq_wing.intake import REDIS_FAULTS, Refusal, registry_entry_id, take_entry
+from rq_wing.intake import NOT_THE_ENTRY, Refusal, registry_entry_id, take_entry
 from rq_wing.maintenance import rescue_stranded
 from worker.core.resources import WorkerResources
 from worker.core.results import lost_result
@@ -57,7 +57,7 @@ def reap(ctx: WorkerResources, queues: Sequence[Queue], now: float | None = None
         for raw in ctx.client.zrange(registry.key, 0, -1):
             try:
                 result = _reap_entry(ctx, queue, registry, raw, now, on_refused)
-            except REDIS_FAULTS:
+            except NOT_THE_ENTRY:
                 raise
             except Exception:
                 logger.exception("reaper: entry %r of %s failed", raw[:80], registry.key)
@@ -66,7 +66,7 @@ def reap(ctx: WorkerResources, queues: Sequence[Queue], now: float | None = None
                 written.append(result)
         try:  # jobs taken off the queue but never started (their worker stopped in between)
             written.extend(rescue_stranded(queue, ctx, on_refused, now, STRANDED_GRACE_SECONDS))
-        except REDIS_FAULTS:
+        except NOT_THE_ENTRY:
             raise
         except Exception:
             logger.exception("reaper: the intermediate queue of %s failed", queue.name)

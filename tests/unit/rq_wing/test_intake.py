@@ -80,3 +80,30 @@ def test_a_failing_refusal_hook_does_not_stop_the_dequeue(client):
     client.lpush(queue.key, b"bad.id")
     job, _ = queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer)
     assert job.id == good.id
+
+
+@pytest.mark.parametrize("where", ["reading the hash", "reading the data"])
+def test_a_stop_while_reading_an_entry_stops_the_worker_and_the_entry_goes_back(client, monkeypatch, where):
+    """RQ's signal handler raises StopRequested wherever an idle worker is; reading an entry, it must not
+    be taken for a bad entry (seen: a good job ended 'refused: job hash cannot be read (StopRequested)')."""
+    from rq.exceptions import StopRequested
+    from rq.job import Job
+
+    refused: list[Refusal] = []
+    queue_class = guarded_queue_class(refused.append)
+    queue = queue_class("prefetch", connection=client, serializer=JSONSerializer)
+    good = queue.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
+    if where == "reading the hash":
+        def stopped(*args, **kwargs):
+            raise StopRequested()
+        monkeypatch.setattr(Job, "refresh", stopped)
+    else:
+        monkeypatch.setattr(JSONSerializer, "loads", staticmethod(lambda data: (_ for _ in ()).throw(StopRequested())))
+    with pytest.raises(StopRequested):
+        queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer)
+    assert refused == [], "not a refusal: the job was fine"
+    assert client.lrange(queue.key, 0, -1) == [good.id.encode()], "back at the front of its queue"
+    assert client.lrange(queue.intermediate_queue_key, 0, -1) == []
+    monkeypatch.undo()
+    job, _ = queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer)
+    assert job.id == good.id
