@@ -97,12 +97,15 @@ def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable
                 continue
             if now - first_seen.timestamp() < grace_seconds:
                 continue  # maybe just taken: its worker starts it in a moment
-        connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]
         deadline = deadline_of(job.args[0])
         if deadline is not None and deadline > now:
-            connection.lpush(queue.key, job.id)  # the front: RQ pops from the left
+            with connection.pipeline() as pipe:  # one step: a stop between the two must not lose the job
+                pipe.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]
+                pipe.lpush(queue.key, job.id)  # the front: RQ pops from the left
+                pipe.execute()
             logger.warning("job=%s was stuck between dequeue and start; queued again", job.id)
         else:
             written.append(lost_result(ctx, job.args[0], job.id, queue.name, "worker lost between dequeue and start"))
+            connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]  # its result is written
             logger.warning("job=%s was stuck between dequeue and start past its deadline; ended failed", job.id)
     return written
