@@ -37,6 +37,7 @@ from ferret.errors import BackendError, BackendProtocolError, BackendUnavailable
 from ferret.records import Filters, Hit, Memory, TimeRange
 from ferret.settings import NousSettings
 from worker.backends.filtering import matches
+from worker.backends.http_json import call_json
 from worker.backends.linking import linked_hits, neighbour_scores
 
 NAME = "nous"
@@ -65,16 +66,6 @@ def _search_body(query: str, limit: int, filters: Filters) -> dict[str, Any]:
     if filters.cluster_ids:
         body["cluster_ids"] = list(filters.cluster_ids)
     return body
-
-
-def _error_text(response: httpx.Response) -> str:
-    try:
-        payload = response.json()
-    except ValueError:
-        return response.text[:200] or response.reason_phrase
-    if isinstance(payload, dict) and "error" in payload:
-        return str(payload["error"])[:200]
-    return str(payload)[:200]
 
 
 def _to_hit(item: Any) -> Hit:
@@ -114,25 +105,7 @@ class NousBackend:
 
     def _call(self, method: str, path: str, timeout: float | None, **request: Any) -> Any:
         budget = self.settings.timeout_seconds if timeout is None else min(timeout, self.settings.timeout_seconds)
-        if budget <= 0:
-            raise BackendUnavailable(NAME, f"no time left for {path}")
-        try:
-            response = self._client.request(
-                method, path, **request,
-                timeout=httpx.Timeout(budget, connect=min(budget, self.settings.connect_timeout_seconds)),
-            )
-        except httpx.TimeoutException as exc:
-            raise BackendUnavailable(NAME, f"{path} timed out after {budget:.2f}s") from exc
-        except httpx.HTTPError as exc:
-            raise BackendUnavailable(NAME, f"{path} failed: {type(exc).__name__}: {exc}") from exc
-        if response.status_code >= 500:
-            raise BackendUnavailable(NAME, f"{path} answered {response.status_code}: {_error_text(response)}")
-        if response.status_code >= 400:
-            raise BackendProtocolError(NAME, f"{path} answered {response.status_code}: {_error_text(response)}")
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise BackendProtocolError(NAME, f"{path} answered invalid JSON") from exc
+        return call_json(self._client, NAME, method, path, budget, self.settings.connect_timeout_seconds, **request)
 
     def search(
         self, query: str, limit: int, filters: Filters, timeout: float | None = None

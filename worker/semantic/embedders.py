@@ -27,6 +27,7 @@ import numpy as np
 
 from ferret.errors import BackendProtocolError, BackendUnavailable
 from ferret.settings import SemanticSettings
+from worker.backends.http_json import call_json
 from worker.semantic.vectors import Matrix, unit_rows
 
 NAME = "embeddings"
@@ -49,31 +50,20 @@ class EndpointEmbedder:
                                     headers={"Authorization": f"Bearer {key}"} if key else {})
 
     def embed(self, texts: Sequence[str], timeout: float | None = None) -> Matrix:
-        budget = self.settings.timeout_seconds if timeout is None else min(timeout, self.settings.timeout_seconds)
-        if budget <= 0:
-            raise BackendUnavailable(NAME, "no time left for an embeddings call")
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        try:
-            response = self._client.post("embeddings", json={"model": self.settings.model, "input": list(texts)},
-                                         timeout=budget)
-        except httpx.TimeoutException as exc:
-            raise BackendUnavailable(NAME, f"timed out after {budget:.2f}s") from exc
-        except httpx.HTTPError as exc:
-            raise BackendUnavailable(NAME, f"{type(exc).__name__}: {exc}") from exc
-        if response.status_code >= 500:
-            raise BackendUnavailable(NAME, f"answered {response.status_code}")
-        if response.status_code >= 400:
-            raise BackendProtocolError(NAME, f"answered {response.status_code}: {response.text[:200]}")
-        return _vectors(response, len(texts))
+        budget = self.settings.timeout_seconds if timeout is None else min(timeout, self.settings.timeout_seconds)
+        payload = call_json(self._client, NAME, "POST", "embeddings", budget, budget,
+                            json={"model": self.settings.model, "input": list(texts)})
+        return _vectors(payload, len(texts))
 
     def close(self) -> None:
         self._client.close()
 
 
-def _vectors(response: httpx.Response, expected: int) -> Matrix:
+def _vectors(payload: Any, expected: int) -> Matrix:
     try:
-        items = response.json()["data"]
+        items = payload["data"]
         ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
         rows = [[float(x) for x in item["embedding"]] for item in ordered]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
