@@ -60,7 +60,12 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 
 
 QUESTION_WORD = QUESTION_WORDS["en"]
-_ALL_QUESTION_WORDS = "|".join(QUESTION_WORDS.values())
+ALL_QUESTION_WORDS = "|".join(QUESTION_WORDS.values())  # the question words of the four languages
+# What follows a join to say "as well" ("and also", "et aussi", "y también", "und außerdem").
+TOO_WORDS = r"(?:also|aussi|también|además|auch|außerdem)"
+# A yes/no question's opening: an auxiliary, then whom it asks about (a name, or a pronoun).
+YES_NO_OPENING = (r"(?:is|are|was|were|did|does|do|can|could|would|will|has|have)\s+"
+                  r"(?:(?-i:[A-Z])\w*|you|he|she|it|we|they|there|the|my|your|his|her|their)\b")
 
 _DISQUALIFIERS: dict[str, re.Pattern[str]] = {
     "D1": _rx(r"\bwhy\b", r"\bhow come\b", r"\bexplain\b", r"\breason(?:s|ing)?\b",
@@ -83,11 +88,9 @@ _DISQUALIFIERS: dict[str, re.Pattern[str]] = {
               r"\balso\b[^?]*\?", r",\s*also\b", r"\bas well as\b",
               # the joins of the other languages, before a question word of any of the four
               rf"\w\W*(?:\b(?:et|puis|ensuite|y|und)\b)(?:\s+(?:aussi|también|además|auch|außerdem))?[\s,:]+¿?"
-              rf"(?:{_ALL_QUESTION_WORDS})\b",
+              rf"(?:{ALL_QUESTION_WORDS})\b",
               # a yes/no question after a semicolon or ", and": "...; would Caroline ...?"
-              r"(?:;|,)\s*(?:(?:and|et|puis|y|und)\s+(?:(?:also|aussi|también|además|auch|außerdem)\s+)?)?"
-              r"(?:is|are|was|were|did|does|do|can|could|would|will|has|have)\s+"
-              r"(?:(?-i:[A-Z])\w*|you|he|she|it|we|they|there|the|my|your|his|her|their)\b[^?]*\?",
+              rf"(?:;|,)\s*(?:(?:and|et|puis|y|und)\s+(?:{TOO_WORDS}\s+)?)?{YES_NO_OPENING}[^?]*\?",
               r"\b(?:and )?then\s+(?:" + QUESTION_WORD + r"|what|did|do|does|is|was)\b"),
     "D5": _rx(r"^\s*(?:and\s+)?(?:it|that|this|those|these|they|them|he|she)\b",
               r"\b(?:that one|the same one|the other one|what about it)\b",

@@ -24,8 +24,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ferret.contract import Turn
-from ferret.text import QUESTION_WORDS, REQUEST_PHRASES
-from worker.pipeline.classify import QUESTION_WORD, Classification, entities_of, joins_entities
+from ferret.text import REQUEST_PHRASES
+from worker.pipeline.classify import (
+    ALL_QUESTION_WORDS,
+    QUESTION_WORD,
+    TOO_WORDS,
+    YES_NO_OPENING,
+    Classification,
+    entities_of,
+    joins_entities,
+)
 from worker.pipeline.rewrite import rewrite
 
 MAX_DECOMPOSABLE_CHARS = 500
@@ -47,19 +55,14 @@ class Decomposition:
 
 # What opens a question, in any of the four languages: a question word (after a preposition too: "in what
 # activity", "for how long"), or an auxiliary opening a yes/no question.
-_ANY_QUESTION_WORD = "|".join(QUESTION_WORDS.values())
 _PREPOSITION = (r"(?:in|on|at|for|to|from|with|by|of|about|since|until|after|before|during|around|within|between|"
                 r"among|besides|into|under|over|through)")
-_OPENS = rf"(?:{_PREPOSITION}\s+)?(?:{_ANY_QUESTION_WORD})\b"
-# A yes/no question: an auxiliary, then whom it asks about (a name, or a pronoun).
-_OPENS_YES_NO = (r"(?:is|are|was|were|did|does|do|can|could|would|will|has|have)\s+"
-                 r"(?:(?-i:[A-Z])\w*|you|he|she|it|we|they|there|the|my|your|his|her|their)\b")
+_OPENS = rf"(?:{_PREPOSITION}\s+)?(?:{ALL_QUESTION_WORDS})\b"
 _AND = r"(?:and|but|or|&|et|puis|ensuite|mais|ou|y|e|pero|o|und|aber|oder)"
-_TOO = r"(?:also|aussi|también|además|auch|außerdem)"
 _CONJUNCTION = re.compile(
-    rf"(?:,\s*|\s+-{{1,2}}\s+|\s+—\s+|\s+){_AND}(?:\s+{_TOO})?[\s,:]+(?=¿?{_OPENS})"
+    rf"(?:,\s*|\s+-{{1,2}}\s+|\s+—\s+|\s+){_AND}(?:\s+{TOO_WORDS})?[\s,:]+(?=¿?{_OPENS})"
     rf"|[,;]\s+(?=¿?{_OPENS})"
-    rf"|(?:;\s*|,\s*(?:{_AND}(?:\s+{_TOO})?\s+)?)(?={_OPENS_YES_NO})",
+    rf"|(?:;\s*|,\s*(?:{_AND}(?:\s+{TOO_WORDS})?\s+)?)(?={YES_NO_OPENING})",
     re.IGNORECASE,
 )
 _ALSO = re.compile(rf"(?:,\s*|\s+)(?:{_AND}\s+)?(?:also|aussi|también|además|außerdem|und auch)\b\s*[,:]?",
@@ -76,7 +79,7 @@ _TRIM = " \t\n,;:.!?¿-—"
 # What a part may open with that is not the question: joiners ("and", "Oh, and", "Plus,", "Y también,")
 # and the words that number questions ("First,", "Secondly:", "Enfin,", "Zweitens,").
 _LEADING_JOINER = re.compile(
-    rf"^(?:(?:and|but|or|&|et|puis|ensuite|mais|ou|y|pero|und|aber|oder|{_TOO}|then|plus|oh|so|dann)\b[\s,:]*"
+    rf"^(?:(?:and|but|or|&|et|puis|ensuite|mais|ou|y|pero|und|aber|oder|{TOO_WORDS}|then|plus|oh|so|dann)\b[\s,:]*"
     r"|(?:first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|finally|lastly|next|premi[eè]rement|"
     r"deuxi[eè]mement|enfin|primero|segundo|finalmente|erstens|zweitens|drittens|schlie(?:ß|ss)lich)\s*[,:]\s*)+",
     re.IGNORECASE)
