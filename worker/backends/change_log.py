@@ -71,21 +71,22 @@ class Position:
     entry: str = "0-0"
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """A value read from Redis (bytes) as text."""
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def parse_entry(entry_id: Any, fields: Any) -> Change | None:
     """One stream entry as a Change, or None when it is not one of ours."""
     try:
-        data = {_text(k): _text(v) for k, v in dict(fields).items()}
+        data = {as_text(k): as_text(v) for k, v in dict(fields).items()}
         ids = json.loads(data["ids"])
         version, op = int(data["v"]), data["op"]
     except (KeyError, ValueError, TypeError, UnicodeDecodeError):
         return None
     if op not in OPS or not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or version < 1:
         return None
-    return Change(_text(entry_id), version, op, tuple(ids))
+    return Change(as_text(entry_id), version, op, tuple(ids))
 
 
 class ChangeLog:
@@ -119,7 +120,7 @@ class ChangeLog:
             pipe.get(keys.memory_version(self.namespace))
             pipe.xrevrange(keys.changes(self.namespace), count=1)
             version, last = pipe.execute()
-        return Position(int(version or 0), _text(last[0][0]) if last else "0-0")
+        return Position(int(version or 0), as_text(last[0][0]) if last else "0-0")
 
     def after(self, position: Position, count: int = READ_BATCH) -> tuple[int, list[Change | None]]:
         """The store's version now and up to ``count`` entries after ``position``'s entry."""
@@ -128,5 +129,5 @@ class ChangeLog:
             pipe.xrange(keys.changes(self.namespace), min=position.entry, count=count + 1)
             version, entries = pipe.execute()
         changes = [parse_entry(entry_id, fields) for entry_id, fields in entries
-                   if _text(entry_id) != position.entry]
+                   if as_text(entry_id) != position.entry]
         return int(version or 0), changes[:count]

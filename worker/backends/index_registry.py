@@ -51,7 +51,7 @@ from ferret.errors import BackendUnavailable
 from ferret.records import Memory
 from ferret.settings import LocalSettings
 from worker.backends import snapshots
-from worker.backends.change_log import ChangeLog, Position
+from worker.backends.change_log import ChangeLog, Position, as_text
 from worker.backends.tantivy_index import MemoryIndex
 from worker.semantic.vectors import VectorIndex
 
@@ -107,10 +107,6 @@ def directory_bytes(directory: Path) -> int:
 
 def _directory_name(namespace: str) -> str:
     return sha256(namespace.encode()).hexdigest()[:24]
-
-
-def _id_text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def parse_memories(raw: Sequence[bytes | str | None], ids: list[str]) -> tuple[list[Memory], list[str]]:
@@ -266,7 +262,7 @@ class IndexRegistry:
         while True:
             cursor, page = self.client.hscan(keys.memories(namespace), cursor, count=SCAN_BATCH)
             assert isinstance(page, dict)
-            ids = [k.decode() if isinstance(k, bytes) else str(k) for k in page]
+            ids = [as_text(k) for k in page]
             memories, _ = parse_memories(list(page.values()), ids)
             if memories:
                 index.apply(upserts=memories, commit=False, fresh=True)
@@ -368,7 +364,7 @@ class IndexRegistry:
         while True:
             cursor, page = self.client.hscan(keys.embeddings(namespace), cursor, count=SCAN_BATCH)
             assert isinstance(page, dict)
-            ids += [_id_text(k) for k in page]
+            ids += [as_text(k) for k in page]
             raw += list(page.values())
             if cursor == 0:
                 break

@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ferret.errors import BackendError
 from ferret.records import Filters, Hit
-from worker.backends.base import Backend, retrievers_of
+from worker.backends.base import Backend, GraphBackend, SemanticBackend, retrievers_of
 
 T = TypeVar("T")
 
@@ -72,12 +72,12 @@ class MeteredBackend:
 
     def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
         """The graph retriever (only called when ``retrievers`` has ``graph``)."""
-        inner: Any = self.inner
+        inner = cast(GraphBackend, self.inner)
         return self._metered("linked", lambda: list(inner.linked(seeds, limit, filters, timeout=timeout)))
 
     def similar(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
         """The semantic retriever (only called when ``retrievers`` has ``semantic``)."""
-        inner: Any = self.inner
+        inner = cast(SemanticBackend, self.inner)
         return self._metered("similar", lambda: list(inner.similar(query, limit, filters, timeout=timeout)))
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:

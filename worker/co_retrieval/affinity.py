@@ -25,6 +25,8 @@ import redis
 from ferret import keys
 from ferret.errors import BackendUnavailable
 from ferret.records import Filters, Hit
+from worker.backends.base import retrievers_of
+from worker.backends.change_log import as_text
 from worker.co_retrieval.groups import pairs
 
 # KEYS: the affinity hashes of the pairs' ends, two per pair; ARGV[1]: amount;
@@ -74,12 +76,8 @@ class RedisAffinity:
                 rows = pipe.execute()
         except redis.RedisError as exc:
             raise BackendUnavailable("local", f"affinity weights unreachable: {exc}") from exc
-        return {memory_id: {_text(k): float(v) for k, v in row.items()}
+        return {memory_id: {as_text(k): float(v) for k, v in row.items()}
                 for memory_id, row in zip(ids, rows, strict=True)}
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 class InMemoryAffinity:
@@ -120,7 +118,7 @@ class AffinityBackend:
     def __init__(self, inner: Any, affinity: Affinity, weight: float, seeds: int) -> None:
         self.inner = inner
         self.name = inner.name
-        self.retrievers = tuple(getattr(inner, "retrievers", ("lexical",)))
+        self.retrievers = retrievers_of(inner)
         self.affinity = affinity
         self.weight = weight
         self.seeds = seeds
