@@ -260,16 +260,17 @@ def _note(run: _Run, fused: Fused) -> None:
         record["adaptive"] += fused.mode == "adaptive"
 
 
-def _extra(run: _Run, name: str, call: Callable[[], list[Hit] | None]) -> list[Hit]:
+def _extra(run: _Run, name: str, call: Callable[[], list[Hit] | TimedOut | None]) -> list[Hit]:
     """A graph or semantic search: its hits, or none when it failed or did not answer in time."""
     try:
         hits = call()
     except Exception as exc:  # an extra retriever never fails the sub-query
         logger.warning("stage=fusion %s retriever failed: %s", name, exc)
         hits = None
-    if hits is None:
-        errors = run.stats.fusion["errors"] if run.stats.fusion is not None else {}
+    if hits is None or isinstance(hits, TimedOut):
+        assert run.stats.fusion is not None
         with run.lock:
+            errors = run.stats.fusion["errors"]
             errors[name] = errors.get(name, 0) + 1
         return []
     return list(hits)

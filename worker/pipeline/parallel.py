@@ -76,14 +76,7 @@ def _one(task: Callable[[], T], timeout: float) -> T | TimedOut | BaseException:
 def call_with_timeout(task: Callable[[], T], timeout: float) -> T | TimedOut:
     """Run one task on the pool; TIMED_OUT if it has not finished in ``timeout``
     seconds (it is abandoned, its own I/O timeouts end it). Its exception is raised."""
-    future = _executor().submit(task)
-    try:
-        return future.result(timeout=max(timeout, 0.0))  # cheaper than wait() for one future
-    except FutureTimeout:
-        if future.done():  # the task's own TimeoutError
-            raise
-        future.cancel()
-        return TIMED_OUT
+    return collect(start(task), timeout)
 
 
 def start(task: Callable[[], T]) -> Future[T]:
@@ -91,13 +84,13 @@ def start(task: Callable[[], T]) -> Future[T]:
     return _executor().submit(task)
 
 
-def collect(future: Future[T], timeout: float) -> T | None:
-    """The started task's result, or None if it has not finished in ``timeout`` seconds
+def collect(future: Future[T], timeout: float) -> T | TimedOut:
+    """The started task's result, or TIMED_OUT if it has not finished in ``timeout`` seconds
     (then it is abandoned). Its exception is raised."""
     try:
-        return future.result(timeout=max(timeout, 0.0))
+        return future.result(timeout=max(timeout, 0.0))  # cheaper than wait() for one future
     except FutureTimeout:
-        if future.done():
+        if future.done():  # the task's own TimeoutError
             raise
         future.cancel()
-        return None
+        return TIMED_OUT
