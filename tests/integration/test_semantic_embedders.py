@@ -67,3 +67,10 @@ def test_a_missing_model_package_is_said_plainly(tmp_path, monkeypatch):
                         lambda name, *a: None if name == "all_minilm_l6_v2" else real(name, *a))
     with pytest.raises(BackendUnavailable, match=r"pip install 'ferret\[semantic\]'"):
         unpacked_model(tmp_path)
+
+
+def test_many_texts_go_in_calls_of_batch_size(server):
+    vectors = _embedder(server, batch_size=2).embed(["car", "puppy", "paris", "doctor", "sold"])
+    assert vectors.shape == (5, 256)
+    assert [len(r["input"]) for r in server.requests] == [2, 2, 1]
+    assert (vectors[0] @ _embedder(server).embed(["automobile"])[0]) > 0.9, "rows stay in order"

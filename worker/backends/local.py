@@ -60,20 +60,14 @@ class MemoryStore:
     def upsert(self, memories: Iterable[Memory]) -> int:
         batch: dict[str, Memory] = {}
         written = 0
-        size = min(WRITE_BATCH, self.embedder_batch)
         for memory in memories:
             batch[memory.id] = memory
-            if len(batch) >= size:
+            if len(batch) >= WRITE_BATCH:
                 written += self._write(batch)
                 batch = {}
         if batch:
             written += self._write(batch)
         return written
-
-    @property
-    def embedder_batch(self) -> int:
-        settings = getattr(self.embedder, "settings", None)
-        return int(getattr(settings, "batch_size", WRITE_BATCH)) if self.embedder is not None else WRITE_BATCH
 
     def _write(self, batch: dict[str, Memory]) -> int:
         ids = list(batch)

@@ -53,6 +53,11 @@ class EndpointEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         budget = self.settings.timeout_seconds if timeout is None else min(timeout, self.settings.timeout_seconds)
+        size = self.settings.batch_size
+        return np.concatenate([self._embed_batch(texts[start:start + size], budget)
+                               for start in range(0, len(texts), size)])
+
+    def _embed_batch(self, texts: Sequence[str], budget: float) -> Matrix:
         payload = call_json(self._client, NAME, "POST", "embeddings", budget, budget,
                             json={"model": self.settings.model, "input": list(texts)})
         return _vectors(payload, len(texts))
