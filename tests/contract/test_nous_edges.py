@@ -6,8 +6,6 @@ import pytest
 
 from ferret.errors import BackendError
 from ferret.records import Memory
-from ferret.settings import NousSettings
-from worker.backends.nous import NousBackend
 from worker.co_retrieval.nous_edges import strengthen_edges
 from worker.fakes.nous_server import FakeNous
 
@@ -20,13 +18,6 @@ def fake():
         server.add_edge(edge_id, source, target)
     yield server
     server.close()
-
-
-@pytest.fixture
-def nous(fake):
-    client = NousBackend(NousSettings(base_url=fake.base_url, timeout_seconds=1.0))
-    yield client
-    client.close()
 
 
 def test_only_edges_within_a_group_are_strengthened_once(fake, nous):

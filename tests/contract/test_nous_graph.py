@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ferret.records import Filters, Hit, Memory
-from ferret.settings import FusionSettings, NousSettings, PipelineSettings
-from worker.backends.nous import NousBackend
+from ferret.settings import FusionSettings, PipelineSettings
 from worker.fakes.nous_server import FakeNous
 from worker.pipeline.orchestrator import run_pipeline
 
@@ -25,13 +24,6 @@ def fake():
     server.add_edge("e4", "far", "plan", strength=1.0)  # not linked to the seed
     yield server
     server.close()
-
-
-@pytest.fixture
-def nous(fake):
-    client = NousBackend(NousSettings(base_url=fake.base_url, timeout_seconds=1.0))
-    yield client
-    client.close()
 
 
 def test_linked_memories_score_strength_times_the_seed(nous):
