@@ -12,10 +12,11 @@ runs with the signal off, so every weight is evaluated on the same weights.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.locomo import Dataset, Question
-from benchmarks.retrieval import Answer, score_singles
+from benchmarks.retrieval import Answer, _pipeline, score_singles
 from ferret.settings import CoRetrievalSettings, PipelineSettings
 from worker.backends.memory import InMemoryBackend
 from worker.co_retrieval.affinity import AffinityBackend, InMemoryAffinity
@@ -36,11 +37,20 @@ def _split(questions: Sequence[Question]) -> tuple[list[Question], list[Question
     return used, held_out
 
 
+@dataclass(frozen=True)
+class WarmLinks:
+    """Each conversation's backend and the link table its earlier questions built, and the questions."""
+
+    backends: dict[str, InMemoryBackend]
+    tables: dict[str, InMemoryAffinity]
+    used: list[Question]
+    held_out: list[Question]
+    passes: int
+
+
 def warm_links(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: CoRetrievalSettings,
-               passes: int) -> tuple[dict[str, InMemoryBackend], dict[str, InMemoryAffinity], list[Question],
-                                     list[Question]]:
-    """Each conversation's backend and the link table its earlier questions built; the earlier
-    questions and the held-out ones."""
+               passes: int = 3) -> WarmLinks:
+    """The earlier questions asked ``passes`` times, strengthening after each job as a worker does."""
     used, held_out = _split(dataset.questions)
     backends = {name: InMemoryBackend(memories) for name, memories in dataset.memories.items()}
     tables = {name: InMemoryAffinity() for name in backends}
@@ -49,23 +59,19 @@ def warm_links(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: CoRet
             result = run_pipeline(question.text, backends[question.conversation], pipeline)
             groups = groups_of(result.hits, co_retrieval.max_group_size)
             tables[question.conversation].strengthen(groups, co_retrieval.amount)
-    return backends, tables, used, held_out
+    return WarmLinks(backends, tables, used, held_out, passes)
 
 
-def fusion_on_warm_links(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: CoRetrievalSettings,
-                         systems: dict[str, PipelineSettings], passes: int = 3) -> dict[str, Any]:
+def fusion_on_warm_links(dataset: Dataset, warm: WarmLinks, systems: dict[str, PipelineSettings]) -> dict[str, Any]:
     """The graph retriever where it has links: the held-out questions, each system's recall."""
-    _, tables, used, held_out = warm_links(dataset, pipeline, co_retrieval, passes)
-    linked = {name: InMemoryBackend(memories, links=tables[name]) for name, memories in dataset.memories.items()}
+    linked = {name: InMemoryBackend(memories, links=warm.tables[name]) for name, memories in dataset.memories.items()}
     rows: dict[str, Any] = {}
     for name, settings in systems.items():
-        answers = []
-        for question in held_out:
-            result = run_pipeline(question.text, linked[question.conversation], settings)
-            answers.append(Answer(tuple(h.id for h in result.hits), result.stats.context_tokens, 0.0))
-        scored = score_singles(answers, held_out)
+        system = _pipeline(settings)
+        scored = score_singles([system(linked[q.conversation], q.text) for q in warm.held_out], warm.held_out)
         rows[name] = {k: scored[k] for k in ("recall@5", "recall@10", "recall@20", "all@10")}
-    return {"earlier_questions": len(used), "held_out_questions": len(held_out), "passes": passes, "systems": rows}
+    return {"earlier_questions": len(warm.used), "held_out_questions": len(warm.held_out), "passes": warm.passes,
+            "systems": rows}
 
 
 def fusion_markdown(report: dict[str, Any]) -> str:
@@ -79,8 +85,11 @@ def fusion_markdown(report: dict[str, Any]) -> str:
 
 
 def affinity_effect(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: CoRetrievalSettings,
-                    passes: int = 3, weights: Sequence[float] = WEIGHTS) -> dict[str, Any]:
-    backends, tables, used, held_out = warm_links(dataset, pipeline, co_retrieval, passes)
+                    passes: int = 3, weights: Sequence[float] = WEIGHTS, warm: WarmLinks | None = None
+                    ) -> dict[str, Any]:
+    """``warm``: the links built already (else built here, ``passes`` times)."""
+    warm = warm or warm_links(dataset, pipeline, co_retrieval, passes)
+    backends, tables, used, held_out, passes = warm.backends, warm.tables, warm.used, warm.held_out, warm.passes
     links = sum(len(row) for table in tables.values() for row in table.table.values()) // 2
     rows: dict[str, Any] = {}
     baseline: list[tuple[str, ...]] | None = None

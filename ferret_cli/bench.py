@@ -36,7 +36,7 @@ def bench() -> None:
 def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: int, compound_file: Path | None,
               seed: int, out_dir: Path, write_phrasings: Path | None, semantic: bool) -> None:
     """Single-shot search vs Ferret vs each stage switched off, at k = 5, 10, 20."""
-    from benchmarks.affinity import affinity_effect, fusion_markdown, fusion_on_warm_links
+    from benchmarks.affinity import affinity_effect, fusion_markdown, fusion_on_warm_links, warm_links
     from benchmarks.affinity import markdown as affinity_markdown
     from benchmarks.cache import repeated_batch
     from benchmarks.locomo import compound_queries, load, read_compound_file
@@ -58,7 +58,8 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
         report = evaluate(dataset, compounds, settings.pipeline, progress=bar.update, embedder=embedder)
     table = markdown(report)
     cache = repeated_batch(dataset.memories, [(q.conversation, q.text) for q in dataset.questions])
-    affinity = affinity_effect(dataset, settings.pipeline, settings.co_retrieval)
+    links = warm_links(dataset, settings.pipeline, settings.co_retrieval)  # built once, read by both
+    affinity = affinity_effect(dataset, settings.pipeline, settings.co_retrieval, warm=links)
     from benchmarks import phrasings
     from worker.backends.memory import InMemoryBackend
     sets = phrasings.phrasing_sets(dataset.questions)
@@ -66,8 +67,8 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
         phrasings.write_sets(sets, write_phrasings)
     phrased = phrasings.evaluate_sets({name: InMemoryBackend(m) for name, m in dataset.memories.items()}, sets,
                                       settings.pipeline)
-    warm = fusion_on_warm_links(dataset, settings.pipeline, settings.co_retrieval,
-                                {"ferret": settings.pipeline, **fusion_variants(settings.pipeline, False)})
+    warm = fusion_on_warm_links(dataset, links, {"ferret": settings.pipeline,
+                                                 **fusion_variants(settings.pipeline, False)})
     document = {"data": str(data_path), "questions": len(dataset.questions), "compound_queries": len(compounds),
                 "skipped": dict(dataset.skipped), "systems": report, "cache_repeated_batch": cache,
                 "co_retrieval_affinity": affinity, "fusion_warm_links": warm, "phrasings": phrased}
