@@ -72,11 +72,10 @@ def merge_and_select(
     if len(selected) < max_results:
         taken = {h.id for h in selected}
         rest = [h for h in _interleave([_kept(o, intents, intent_boost, 0.0) for o in outcomes]) if h.id not in taken]
-        if len(selected) < min_results:  # the cutoff may not starve the context: refill, best first
-            selected += tuple(rest[: min_results - len(selected)])
+        refill = rest[: max(0, min_results - len(selected))]  # the cutoff may not starve the context
+        selected += tuple(refill)
         if good_score is not None:  # asked for k: the good candidates the cutoff dropped come back
-            taken = {h.id for h in selected}
-            selected += tuple(h for h in rest if h.id not in taken and h.score >= good_score)
+            selected += tuple(h for h in rest[len(refill):] if h.score >= good_score)
     return selected[:max_results]
 
 
