@@ -83,6 +83,7 @@ def _vectors(payload: Any, expected: int) -> Matrix:
 # loads without running it.
 _MODELS: dict[str, Any] = {}
 _MODELS_LOCK = threading.Lock()
+_ENCODE_LOCK = threading.Lock()  # one encode at a time in the process: torch already uses every core
 
 
 class LocalModelEmbedder:
@@ -92,7 +93,6 @@ class LocalModelEmbedder:
 
     def __init__(self, settings: SemanticSettings) -> None:
         self.settings = settings
-        self._lock = threading.Lock()
 
     def warm(self) -> None:
         """Load the model now (a worker at start-up, before it forks work horses); run nothing."""
@@ -102,7 +102,7 @@ class LocalModelEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         model = self._load()
-        with self._lock:  # one encode at a time: torch already uses every core
+        with _ENCODE_LOCK:
             vectors = model.encode(list(texts), batch_size=self.settings.batch_size, normalize_embeddings=True,
                                    show_progress_bar=False, convert_to_numpy=True)
         return unit_rows(vectors)
