@@ -22,6 +22,11 @@ def memory_version(namespace: str) -> str:
     return f"{PREFIX}:ns:{namespace}:version"
 
 
+def nous_node_ids(namespace: str) -> str:
+    """Hash: memory id written through Ferret -> the node id its Nous server gave it."""
+    return f"{PREFIX}:ns:{namespace}:nous-nodes"
+
+
 def embeddings(namespace: str) -> str:
     """Hash: memory id -> its embedding, float32 little-endian (the semantic retriever, local backend)."""
     return f"{PREFIX}:ns:{namespace}:embeddings"

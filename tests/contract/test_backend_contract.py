@@ -104,6 +104,9 @@ def test_one_sided_range_bounds_memories_without_times_out(backend):
 
 def test_node_fields_round_trip(backend):
     hit = backend.search("funding squeezes", 1, NONE)[0]
+    expected = CORPUS[2]
+    if isinstance(backend, NousBackend):  # a Nous hit has no clusters, and the lifecycle decay computes
+        expected = expected.model_copy(update={"cluster_ids": (), "state_lifecycle": "ACTIVE"})
     # Nous adds the node's memory_section (its own view of the section); every other field round-trips.
-    assert hit.memory.model_copy(update={"memory_section": CORPUS[2].memory_section}) == CORPUS[2]
+    assert hit.memory.model_copy(update={"memory_section": CORPUS[2].memory_section}) == expected
     assert hit.original_score == hit.score

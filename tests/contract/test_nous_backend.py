@@ -47,7 +47,7 @@ def test_500_text_plain_is_unavailable(fake, nous):
 
 
 def test_400_json_error_is_protocol_error_with_message(nous):
-    with pytest.raises(BackendProtocolError, match="query is required"):
+    with pytest.raises(BackendProtocolError, match="query string is required"):
         nous.search("", 5, Filters())
 
 

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from ferret import keys
 from ferret.records import Memory
 from ferret.settings import load_settings
 from producer.client import Producer
@@ -29,6 +30,12 @@ def nous_service(sample_nous, env, redis_client, start_workers):
     return Producer(redis_client, settings), settings, settings_env
 
 
+def _node_id(redis_client, memory_id: str) -> str:
+    node = redis_client.hget(keys.nous_node_ids("default"), memory_id)
+    assert node, f"no node recorded for {memory_id}"
+    return node.decode()
+
+
 def _ask(producer: Producer):
     result = producer.wait(producer.enqueue({"query": QUESTION}), 20)
     assert result.status == "ok"
@@ -42,11 +49,12 @@ def test_writes_and_deletes_through_ferret_change_the_next_answer_at_once(nous_s
     writer = writer_for(settings, redis_client, "default")
     writer.upsert([Memory(id="v1", content_title="Volcano ferries timetable", content_body="ferries leave at nine")])
     written = _ask(producer)  # ... and the write through Ferret is seen at once
-    assert written.results[0].id == "v1" and not written.stats.cache_hit
+    node = _node_id(redis_client, "v1")  # the server named the node itself
+    assert written.results[0].id == node and not written.stats.cache_hit
     assert writer.delete(["v1"]) == 1
     deleted = _ask(producer)
-    assert all(r.id != "v1" for r in deleted.results) and not deleted.stats.cache_hit
-    assert "v1" not in {m.id for m in sample_nous.memories}
+    assert all(r.id != node for r in deleted.results) and not deleted.stats.cache_hit
+    assert node not in {m.id for m in sample_nous.memories}
 
 
 def test_a_write_made_on_the_server_directly_is_seen_within_the_bound(nous_service, redis_client, sample_nous):
@@ -64,14 +72,15 @@ def test_a_write_made_on_the_server_directly_is_seen_within_the_bound(nous_servi
     assert all(r.id != "v2" for r in _ask(producer).results)
 
 
-def test_ferret_ingest_and_forget_go_to_the_nous_server(nous_service, sample_nous, tmp_path):
+def test_ferret_ingest_and_forget_go_to_the_nous_server(nous_service, sample_nous, redis_client, tmp_path):
     producer, _, settings_env = nous_service
     lines = tmp_path / "new.jsonl"
     lines.write_text('{"id": "v3", "content_title": "Volcano ferries timetable"}\n')
     cli = [sys.executable, "-m", "ferret_cli.main"]
     ingest = subprocess.run([*cli, "ingest", str(lines)], env=settings_env, capture_output=True, text=True)
     assert ingest.returncode == 0, ingest.stderr
-    assert "v3" in {m.id for m in sample_nous.memories} and _ask(producer).results[0].id == "v3"
+    node = _node_id(redis_client, "v3")
+    assert node in {m.id for m in sample_nous.memories} and _ask(producer).results[0].id == node
     forget = subprocess.run([*cli, "forget", "v3"], env=settings_env, capture_output=True, text=True)
     assert forget.returncode == 0 and "deleted 1 of 1" in forget.stdout
-    assert all(r.id != "v3" for r in _ask(producer).results)
+    assert all(r.id != node for r in _ask(producer).results)

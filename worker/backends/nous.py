@@ -12,10 +12,21 @@ Facts about the real server this client handles:
   one-sided range is silently ignored), so the open side is sent as the
   earliest or latest moment the server can hold;
 - ``lifecycle`` is matched case-sensitively against upper-case values, so it
-  is sent upper case (the local backend accepts either).
-Filters mean the same as on the local backend: every hit is also checked on
-this side (``filtering.matches``), so a filter the server ignored or read
-differently never lets a wrong memory through.
+  is sent upper case (the local backend accepts either);
+- a search hit shows the node as decay sees it: its ``state_lifecycle`` is
+  recomputed (a node set DORMANT reads ACTIVE in the hit) and it carries no
+  cluster field at all; ``GET /v1/nodes/{id}`` answers the node object itself;
+- ``POST /v1/nodes`` names the node itself (an ``id`` in the body is ignored)
+  and ``DELETE /v1/nodes/{id}`` answers ``{"ok": true}`` whether or not the
+  node existed.
+Filters, one by one (``FILTER_POLICY``): the server applies every filter Ferret
+sends (``type`` and ``cluster_ids`` inside its search; ``subtype``,
+``lifecycle`` and a time range with both ends on the stored node), so its
+answer is trusted. Ferret re-checks on its side only what a hit carries as
+stored (``type``, ``subtype``, the time fields): never ``lifecycle`` (stale in
+a hit) nor clusters (absent from a hit). Checking those would need a
+``GET /v1/nodes/{id}`` per hit, one more round trip for each of up to 33 hits,
+to repeat what the server already did.
 Every failure is raised as ``BackendUnavailable`` (could not reach it, timed
 out, 5xx) or ``BackendProtocolError`` (4xx, or an answer of the wrong shape).
 """
@@ -68,6 +79,23 @@ def _search_body(query: str, limit: int, filters: Filters) -> dict[str, Any]:
     return body
 
 
+# How each filter is honoured: "server" = applied by the server only (a hit does not
+# carry the field, or carries it stale); "both" = applied by the server and re-checked
+# here on the field the hit carries as stored.
+FILTER_POLICY: dict[str, str] = {
+    "type": "both",
+    "subtype": "both",
+    "time_range": "both",  # a one-sided range is closed before it is sent, so the server applies it
+    "lifecycle": "server",  # a hit's state_lifecycle is recomputed by decay, not the stored value
+    "cluster_ids": "server",  # a hit has no cluster field
+}
+
+
+def rechecked(filters: Filters) -> Filters:
+    """The part of ``filters`` a hit can be checked against on this side."""
+    return filters.model_copy(update={name: None for name, policy in FILTER_POLICY.items() if policy == "server"})
+
+
 def _to_hit(item: Any) -> Hit:
     if not isinstance(item, dict):
         raise BackendProtocolError(NAME, f"search item is {type(item).__name__}, not an object")
@@ -83,6 +111,27 @@ def _to_hit(item: Any) -> Hit:
                                          f"{field}: {error['msg']}") from exc
     clipped = min(1.0, max(0.0, float(score)))
     return Hit.of(memory, clipped)
+
+
+def _node_of(payload: Any, where: str) -> Memory:
+    try:
+        return Memory.model_validate(payload)
+    except ValidationError as exc:
+        raise BackendProtocolError(NAME, f"{where} answered a node of the wrong shape") from exc
+
+
+# What ``POST``/``PATCH /v1/nodes`` take (the server ignores the rest: the id, lifecycle,
+# creation time and clusters are its own).
+WRITABLE_FIELDS = ("type", "subtype", "content_title", "content_summary", "content_body", "temporal_event_time")
+
+
+def _writable(memory: Memory, clear_missing: bool = False) -> dict[str, Any]:
+    """The node's fields for a write; with ``clear_missing`` (an update), a field the
+    memory does not have is sent as null so the stored one is cleared."""
+    fields = memory.model_dump(mode="json", include=set(WRITABLE_FIELDS))
+    if clear_missing:
+        return {name: (value if value != "" else None) for name, value in fields.items()}
+    return {name: value for name, value in fields.items() if value not in (None, "")}
 
 
 class NousBackend:
@@ -114,7 +163,8 @@ class NousBackend:
         payload = self._post("search", _search_body(query, capped, filters), timeout)
         if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
             raise BackendProtocolError(NAME, "search answer has no 'data' list")
-        hits = [hit for hit in map(_to_hit, payload["data"]) if matches(hit.memory, filters)]
+        local = rechecked(filters)
+        hits = [hit for hit in map(_to_hit, payload["data"]) if matches(hit.memory, local)]
         return sorted(hits, key=lambda h: (-h.score, h.id))
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
@@ -132,18 +182,14 @@ class NousBackend:
         return [edge for edge in payload["data"] if isinstance(edge, dict)]
 
     def node(self, node_id: str, timeout: float | None = None) -> Memory | None:
-        """``GET /v1/nodes/{id}``: the node, or None when the server has none (404)."""
+        """``GET /v1/nodes/{id}``: the node (the object itself), or None when the server has none (404)."""
         try:
             payload = self._call("GET", f"nodes/{quote(node_id, safe='')}", timeout)
         except BackendProtocolError as exc:
             if " 404:" in str(exc):
                 return None
             raise
-        node = payload.get("data") if isinstance(payload, dict) else None
-        try:
-            return Memory.model_validate(node)
-        except ValidationError as exc:
-            raise BackendProtocolError(NAME, f"nodes/{node_id} answered a node of the wrong shape") from exc
+        return _node_of(payload, f"nodes/{node_id}")
 
     def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
                timeout: float | None = None) -> list[Hit]:
@@ -168,18 +214,29 @@ class NousBackend:
         """``POST /v1/edges/{id}/strengthen`` with ``{amount}`` (the server caps strength at 1.0)."""
         self._post(f"edges/{quote(edge_id, safe='')}/strengthen", {"amount": amount}, timeout)
 
-    def put_node(self, memory: Memory, timeout: float | None = None) -> None:
-        """``POST /v1/nodes`` with the node's fields (the server keeps the given id)."""
-        self._post("nodes", memory.model_dump(mode="json", exclude_none=True, exclude={"memory_section"}), timeout)
+    def put_node(self, memory: Memory, timeout: float | None = None) -> Memory:
+        """``POST /v1/nodes`` with the node's fields; the server names the node itself:
+        the answer (the stored node, under the server's id) is returned."""
+        payload = self._post("nodes", _writable(memory), timeout)
+        return _node_of(payload, "nodes")
 
-    def delete_node(self, node_id: str, timeout: float | None = None) -> bool:
-        """``DELETE /v1/nodes/{id}``; False when the server has no such node (404)."""
+    def patch_node(self, node_id: str, memory: Memory, timeout: float | None = None) -> Memory | None:
+        """``PATCH /v1/nodes/{id}`` with ``memory``'s fields; None when the server has no such node."""
         try:
-            self._call("DELETE", f"nodes/{quote(node_id, safe='')}", timeout)
+            payload = self._call("PATCH", f"nodes/{quote(node_id, safe='')}", timeout,
+                                 json=_writable(memory, clear_missing=True))
         except BackendProtocolError as exc:
             if " 404:" in str(exc):
-                return False
+                return None
             raise
+        return _node_of(payload, f"nodes/{node_id}")
+
+    def delete_node(self, node_id: str, timeout: float | None = None) -> bool:
+        """``DELETE /v1/nodes/{id}``; False when the server has no such node. The server
+        answers ``ok`` either way, so the node is looked up first."""
+        if self.node(node_id, timeout) is None:
+            return False
+        self._call("DELETE", f"nodes/{quote(node_id, safe='')}", timeout)
         return True
 
     def close(self) -> None:

@@ -5,7 +5,10 @@ counter moves in the same transaction as the write. ``nous``: nodes put to
 and deleted from the namespace's Nous server, then the same counter is
 bumped, so every cached answer for the namespace is passed over at once
 (writes made to a Nous server directly are seen within
-``cache.remote_staleness_seconds``).
+``cache.remote_staleness_seconds``). A Nous server names its nodes itself, so
+the writer keeps which node each memory id became (``keys.nous_node_ids``):
+writing the same memory id again updates that node, and forgetting the memory
+id deletes it; an id Ferret never wrote is taken as the server's node id.
 """
 
 from __future__ import annotations
@@ -44,11 +47,19 @@ class NousWriter:
     def _bump(self) -> None:
         self._client.incr(keys.memory_version(self._namespace))
 
+    def _node_id(self, memory_id: str) -> str | None:
+        value = self._client.hget(keys.nous_node_ids(self._namespace), memory_id)
+        return value.decode(errors="replace") if isinstance(value, bytes) else value
+
     def upsert(self, memories: Iterable[Memory]) -> int:
         written = 0
+        ids = keys.nous_node_ids(self._namespace)
         try:
             for memory in memories:
-                self._nous.put_node(memory)
+                node_id = self._node_id(memory.id)
+                if node_id is None or self._nous.patch_node(node_id, memory) is None:
+                    stored = self._nous.put_node(memory)
+                    self._client.hset(ids, memory.id, stored.id)
                 written += 1
         finally:
             if written:
@@ -57,9 +68,13 @@ class NousWriter:
 
     def delete(self, ids: Iterable[str]) -> int:
         removed = 0
+        names = keys.nous_node_ids(self._namespace)
         try:
-            for node_id in ids:
-                removed += self._nous.delete_node(node_id)
+            for memory_id in ids:
+                node_id = self._node_id(memory_id)
+                removed += self._nous.delete_node(node_id or memory_id)
+                if node_id is not None:
+                    self._client.hdel(names, memory_id)
         finally:
             self._bump()
         return removed

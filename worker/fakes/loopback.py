@@ -31,6 +31,9 @@ class LoopbackServer:
             def do_DELETE(self) -> None:
                 fake._handle(self)
 
+            def do_PATCH(self) -> None:
+                fake._handle(self)
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
