@@ -31,6 +31,7 @@ from ferret.errors import ConfigError
 
 ENV_PREFIX = "FERRET_"
 ENV_CONFIG_FILE = "FERRET_CONFIG"
+ENV_TEST_PREFIX = "FERRET_TEST_"  # the test suite's own variables (FERRET_TEST_NOUS_URL), not settings
 
 
 class _Strict(BaseModel):
@@ -351,7 +352,8 @@ class Settings(BaseSettings):
 
 class _Environment(EnvSettingsSource):
     """``FERRET_<SECTION>__<KEY>`` variables of a given environment (os.environ
-    by default); a FERRET_ variable that names no setting is an error."""
+    by default); a FERRET_ variable that names no setting is an error, but for
+    ``FERRET_CONFIG`` and the test suite's ``FERRET_TEST_*``."""
 
     def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
         self._environ = environ
@@ -360,7 +362,8 @@ class _Environment(EnvSettingsSource):
     def _load_env_vars(self) -> Mapping[str, str | None]:
         sections = set(self.settings_cls.model_fields)
         for name in self._environ:
-            if not name.upper().startswith(ENV_PREFIX) or name.upper() == ENV_CONFIG_FILE:
+            if not name.upper().startswith(ENV_PREFIX) or name.upper() == ENV_CONFIG_FILE \
+                    or name.upper().startswith(ENV_TEST_PREFIX):
                 continue
             path = name[len(ENV_PREFIX):].lower().split("__")
             if len(path) < 2 or path[0] not in sections:
