@@ -3,20 +3,105 @@
 ``rediss://`` URLs give TLS; user and password go in the URL and are never
 logged. (With no URL configured Ferret uses its embedded server: see
 ``ferret.embedded_redis``.)
+
+Redis Sentinel: ``redis+sentinel://[user:password@]host:port[,host:port...]/service_name[/db]``
+(``rediss+sentinel://`` for TLS to the primary) names the sentinels and the
+service they watch; the client asks them for the current primary and asks
+again after a failover (redis-py's ``Sentinel``). The user and password are
+the primary's; ``?sentinel_password=...`` authenticates to the sentinels.
 """
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 import redis
 from redis.backoff import NoBackoff
+from redis.connection import SSLConnection
 from redis.retry import Retry
+from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from ferret.errors import ConfigError
 from ferret.redis_retry import PatientRetry
 
-_SECRET_PARAMS = ("password", "pass", "passwd", "secret", "token")
+_SECRET_PARAMS = ("password", "pass", "passwd", "secret", "token", "sentinel_password")
+SENTINEL_SCHEMES = {"redis+sentinel": False, "rediss+sentinel": True}  # scheme -> TLS to the primary
+
+
+@dataclass(frozen=True)
+class SentinelAddress:
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    db: int = 0
+    username: str | None = None
+    password: str | None = None
+    sentinel_password: str | None = None
+    ssl: bool = False
+
+
+def is_sentinel_url(url: str) -> bool:
+    return url.split("://", 1)[0].lower() in SENTINEL_SCHEMES
+
+
+def parse_sentinel_url(url: str) -> SentinelAddress:
+    """The parts of a ``redis+sentinel://`` URL; ``ConfigError`` naming what is wrong."""
+    shown = redacted(url)
+    scheme, _, rest = url.partition("://")
+    netloc, _, path_and_query = rest.partition("/")
+    path, _, query = path_and_query.partition("?")
+    credentials, _, hosts = netloc.rpartition("@")
+    username, password = None, None
+    if credentials:
+        user, has_password, secret = credentials.partition(":")
+        username, password = unquote(user) or None, unquote(secret) if has_password else None
+    sentinels = []
+    for item in filter(None, hosts.split(",")):
+        host, _, port = item.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"invalid redis URL {shown}: sentinel {item!r} is not host:port")
+        sentinels.append((host.strip("[]"), int(port)))
+    if not sentinels:
+        raise ConfigError(f"invalid redis URL {shown}: no sentinel host:port")
+    service, _, db = path.partition("/")
+    if not service:
+        raise ConfigError(f"invalid redis URL {shown}: no service name (.../service_name[/db])")
+    if db and not db.isdigit():
+        raise ConfigError(f"invalid redis URL {shown}: db {db!r} is not a number")
+    params = dict(parse_qsl(query))
+    unknown = set(params) - {"sentinel_password"}
+    if unknown:
+        raise ConfigError(f"invalid redis URL {shown}: unknown parameter(s) {', '.join(sorted(unknown))}")
+    return SentinelAddress(tuple(sentinels), unquote(service), int(db or 0), username, password,
+                           params.get("sentinel_password"), SENTINEL_SCHEMES[scheme.lower()])
+
+
+class _PrimaryFollowingConnection(SentinelManagedConnection):
+    """A sentinel-managed connection that asks the sentinels for the primary on
+    every attempt to connect. redis-py's reconnects a dropped connection to the
+    address it had (``send_command`` reconnects without asking again), so after
+    a failover it kept knocking on the dead primary until its retries ran out."""
+
+    def _connect(self) -> Any:
+        if self.connection_pool.is_master:
+            self.host, self.port = self.connection_pool.get_master_address()
+        return super()._connect()
+
+
+class _PrimaryFollowingSSLConnection(_PrimaryFollowingConnection, SSLConnection):
+    pass
+
+
+def _sentinel_client(url: str, **client: Any) -> redis.Redis:
+    address = parse_sentinel_url(url)
+    sentinel_kwargs: dict[str, Any] = {"socket_timeout": 1.0, "socket_connect_timeout": 1.0}
+    if address.sentinel_password:
+        sentinel_kwargs["password"] = address.sentinel_password
+    sentinel = Sentinel(list(address.sentinels), sentinel_kwargs=sentinel_kwargs)
+    connection = _PrimaryFollowingSSLConnection if address.ssl else _PrimaryFollowingConnection
+    return sentinel.master_for(address.service, db=address.db, username=address.username,
+                               password=address.password, ssl=address.ssl, connection_class=connection, **client)
 
 
 def redacted(url: str) -> str:
@@ -40,11 +125,35 @@ def redacted(url: str) -> str:
         return "<unparsable URL>"
 
 
+def url_of(client: redis.Redis) -> str:
+    """A URL for the server ``client`` talks to, password included (for a child
+    process; pass it through ``redacted`` to show it)."""
+    pool = client.connection_pool
+    kwargs = pool.connection_kwargs
+    password = kwargs.get("password")
+    auth = f"{quote(kwargs.get('username') or '', safe='')}:{quote(password, safe='')}@" if password else ""
+    tls = bool(kwargs.get("ssl")) or "SSL" in pool.connection_class.__name__
+    if isinstance(pool, SentinelConnectionPool):
+        manager = pool.sentinel_manager
+        hosts = ",".join(f"{s.connection_pool.connection_kwargs.get('host', 'localhost')}:"
+                         f"{s.connection_pool.connection_kwargs.get('port', 26379)}" for s in manager.sentinels)
+        secret = manager.sentinel_kwargs.get("password")
+        query = f"?sentinel_password={quote(secret, safe='')}" if secret else ""
+        scheme = "rediss+sentinel" if tls else "redis+sentinel"
+        return f"{scheme}://{auth}{hosts}/{pool.service_name}/{kwargs.get('db', 0)}{query}"
+    if "path" in kwargs:
+        return f"unix://{kwargs['path']}?db={kwargs.get('db', 0)}"
+    scheme = "rediss" if tls else "redis"
+    return f"{scheme}://{auth}{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+
+
 def client_for(url: str) -> redis.Redis:
     """A client for ``url`` (raw bytes, as RQ needs), with health checks, that
     rides out a Redis restart (connection errors retried for about ten
     seconds) and waits while Redis is out of memory (see ``ferret.redis_retry``)."""
     try:
+        if is_sentinel_url(url):
+            return _sentinel_client(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
         return redis.Redis.from_url(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
     except ValueError as exc:
         raise ConfigError(f"invalid redis URL {redacted(url)}: {exc}") from exc
@@ -52,7 +161,9 @@ def client_for(url: str) -> redis.Redis:
 
 def answers_at_once(url: str) -> bool:
     """One ping, no retries, one-second timeouts: does Redis answer right now?"""
-    quick = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0))
+    quick_options: dict[str, Any] = {"socket_connect_timeout": 1, "socket_timeout": 1, "retry": Retry(NoBackoff(), 0)}
+    quick = _sentinel_client(url, **quick_options) if is_sentinel_url(url) \
+        else redis.Redis.from_url(url, **quick_options)
     try:
         return bool(quick.ping())
     except redis.RedisError:

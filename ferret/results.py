@@ -24,7 +24,9 @@ import redis
 from pydantic_core import to_json
 
 from ferret import keys
+from ferret.clock import Clock, RedisClock
 from ferret.contract import RetrievalResult
+from ferret.replication import ReplicaWait
 
 WAIT_SLICE_SECONDS = 2.0
 
@@ -62,9 +64,13 @@ class WriteOutcome(IntEnum):
 
 class ResultStore:
     def __init__(self, client: redis.Redis, result_ttl: int = 3_600, trace_ttl: int = 21_600,
-                 cache_max_entries: int = 10_000, by_queue: dict[str, tuple[int, int]] | None = None) -> None:
-        """``result_ttl``/``trace_ttl``: for a result of a queue ``by_queue`` does not name."""
+                 cache_max_entries: int = 10_000, by_queue: dict[str, tuple[int, int]] | None = None,
+                 clock: Clock | None = None, replicas: ReplicaWait | None = None) -> None:
+        """``result_ttl``/``trace_ttl``: for a result of a queue ``by_queue`` does not name;
+        ``clock``: what stamps the cache index (Redis's clock, shared by every worker)."""
         self.client = client
+        self.clock = clock or RedisClock(client)
+        self.replicas = replicas  # a result write waits for them (ferret.replication)
         self.result_ttl = result_ttl
         self.trace_ttl = trace_ttl
         self.by_queue = by_queue or {}
@@ -81,8 +87,10 @@ class ResultStore:
         written = self._write_once(
             keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key, keys.cache_index()],
             args=[result.model_dump_json(), to_json(trace) if trace else b"",
-                  result_ttl, trace_ttl, cache_value, cache_ttl, time.time(), self.cache_max_entries],
+                  result_ttl, trace_ttl, cache_value, cache_ttl, self.clock.time(), self.cache_max_entries],
         )
+        if self.replicas is not None:
+            self.replicas(f"the result of job {result.job_id}")
         return WriteOutcome(int(written))
 
     def read(self, job_id: str) -> RetrievalResult | None:

@@ -167,6 +167,14 @@ class RedisSettings(_Strict):
     url: str | None = None
     embedded_dir: str = "~/.local/share/ferret/redis"
     embedded_idle_seconds: float = Field(default=900.0, ge=0)
+    # Failover (Redis Sentinel): Redis replicates asynchronously, so a write the primary
+    # acknowledged can be lost when a replica is promoted. With min_replicas_acked > 0 every
+    # enqueue and every result write waits (WAIT) until that many replicas have it, at most
+    # replica_ack_timeout_ms; a waiting producer checks every failover_check_seconds that its
+    # job still exists and enqueues it again if a failover lost it (0: never).
+    min_replicas_acked: int = Field(default=0, ge=0, le=16)
+    replica_ack_timeout_ms: int = Field(default=1000, ge=1, le=60_000)
+    failover_check_seconds: float = Field(default=2.0, ge=0)
 
 
 class TracingSettings(_Strict):

@@ -12,7 +12,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -99,7 +99,7 @@ class _OpenSpan:
                  tb: TracebackType | None) -> None:
         self.stack.pop()
         span = self.span
-        span.end_time_unix_nano = time.time_ns()
+        span.end_time_unix_nano = self.collector.clock_ns()
         if exc is not None:
             span.status = "ERROR"
             span.attributes.setdefault("error", f"{type(exc).__name__}: {exc}"[:500])
@@ -109,8 +109,11 @@ class _OpenSpan:
 class SpanCollector:
     """Keeps finished spans in memory, at most ``max_spans`` of them."""
 
-    def __init__(self, trace_id: str | None = None, max_spans: int = 500) -> None:
+    def __init__(self, trace_id: str | None = None, max_spans: int = 500,
+                 clock_ns: Callable[[], int] = time.time_ns) -> None:
+        """``clock_ns``: epoch nanoseconds (a worker's: Redis's clock, ``ferret.clock``)."""
         self.trace_id = trace_id or new_trace_id()
+        self.clock_ns = clock_ns
         self.max_spans = max_spans
         self.dropped = 0
         self._spans: list[Span] = []
@@ -127,7 +130,7 @@ class SpanCollector:
         """A child of ``parent``, else of the innermost open span in this thread."""
         stack = self._stack()
         parent = parent or (stack[-1] if stack else self.root_span_id)
-        span = Span(name, self.trace_id, new_span_id(), parent, time.time_ns(), attributes=attributes)
+        span = Span(name, self.trace_id, new_span_id(), parent, self.clock_ns(), attributes=attributes)
         return _OpenSpan(self, span, stack)
 
     def add(self, span: Span) -> None:

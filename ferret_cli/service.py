@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 from typing import TYPE_CHECKING
 
 import click
@@ -106,7 +105,7 @@ def worker(ctx: click.Context, queue_names: tuple[str, ...], queues: str | None,
         sys.exit(exit_codes.USAGE)
 
 
-def _not_yet(handle: JobHandle, pending: ResultTimeout, as_json: bool) -> None:
+def _not_yet(handle: JobHandle, pending: ResultTimeout, as_json: bool, now: float) -> None:
     queue = handle.queue
     state = {"job_id": pending.job_id, "status": None, "rq_state": pending.rq_state}
     click.echo(json.dumps(state) if as_json else
@@ -114,7 +113,7 @@ def _not_yet(handle: JobHandle, pending: ResultTimeout, as_json: bool) -> None:
     if pending.workers == 0:
         click.echo(f"no worker is serving queue {queue}: start one with 'ferret worker'; the job "
                    "waits for it and ends expired once its deadline has passed", err=True)
-    late = time.time() - handle.deadline_at if handle.deadline_at is not None else None
+    late = now - handle.deadline_at if handle.deadline_at is not None else None
     if late is not None and late > 0 and pending.rq_state == "queued":
         click.echo(f"its deadline passed {late:.1f} s ago: it can no longer be answered in time and ends "
                    "expired when a worker takes it", err=True)
@@ -154,7 +153,7 @@ def query(ctx: click.Context, text: str, namespace: str, history: tuple[str, ...
             try:
                 result = producer.wait(handle, wait_seconds)
             except ResultTimeout as pending:
-                _not_yet(handle, pending, as_json)
+                _not_yet(handle, pending, as_json, producer.clock.time())
                 sys.exit(exit_codes.OK if wait_seconds == 0 else exit_codes.NOT_YET)
     except FerretError as exc:
         fail(exc)

@@ -13,21 +13,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import logging
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 
 from ferret import keys
 from ferret.cache import answer_fingerprint, cache_key, inflight_key
+from ferret.clock import RedisClock
 from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
 from ferret.envelope import JobEnvelope
 from ferret.errors import InvalidRequest, JobNotFound, ResultTimeout
 from ferret.job_ids import job_id_for
+from ferret.replication import ReplicaWait
 from ferret.results import ResultStore
 from ferret.settings import Settings
 from ferret.tracing import new_trace_id
 from rq_wing.producer_side import RQQueues, workers_serving
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,8 @@ class JobHandle:
     duplicate: bool = False
     coalesced: bool = False  # joined an identical prefetch request already in flight
     deadline_at: float | None = None  # epoch seconds; known for a job this call enqueued
+    # The request, for a job this call enqueued: ``wait`` enqueues it again if a failover lost it.
+    request: RetrievalRequest | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -74,9 +82,11 @@ class Producer:
     def __init__(self, client: redis.Redis, settings: Settings) -> None:
         self.client = client
         self.settings = settings
+        self.clock = RedisClock(client)  # the workers judge the deadline on Redis's clock too
         self.results = ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds,
-                             settings.cache.max_entries, settings.service.ttls())
-        self.queues = RQQueues(client)
+                                   settings.cache.max_entries, settings.service.ttls(), self.clock)
+        self.queues = RQQueues(client, self.clock)
+        self.replicas = ReplicaWait(client, settings.redis.min_replicas_acked, settings.redis.replica_ack_timeout_ms)
         self._fingerprint = answer_fingerprint(settings)
 
     def _deadline(self, request: RetrievalRequest) -> float:
@@ -129,12 +139,36 @@ class Producer:
             if joined is not None:
                 return joined
         # The job sees every memory write that finished before now (the version read above).
-        envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id)
+        envelope = self._put(request, job_id, deadline, version, trace_id)
+        return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
+                         deadline_at=envelope.deadline_at, request=request)
+
+    def _put(self, request: RetrievalRequest, job_id: str, deadline: float, version: int,
+             trace_id: str) -> JobEnvelope:
+        """Put the job on its queue (and on enough replicas, when asked)."""
+        envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id,
+                                   now=self.clock.time())
         self.queues.enqueue(request.queue, envelope.to_payload(), job_id,
                             timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
                             result_ttl=self.settings.service.ttls()[request.queue][0])
-        return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
-                         deadline_at=envelope.deadline_at)
+        self.replicas(f"the enqueue of job {job_id}")
+        return envelope
+
+    def _lost(self, job: JobHandle) -> bool:
+        """The job is gone with no result (a failover lost its enqueue): RQ has no
+        live job under its id. Checked in that order, so a job that finished in
+        between is seen by its result."""
+        return not self.queues.live(job.job_id) and not self.results.exists(job.job_id)
+
+    def _enqueue_again(self, job: JobHandle) -> None:
+        """The same request under the same job id and trace id, with the time its deadline leaves
+        (none left: it ends ``expired`` when a worker takes it)."""
+        assert job.request is not None
+        left = max(0.0, job.deadline_at - self.clock.time()) if job.deadline_at is not None \
+            else self._deadline(job.request)
+        version = int(self.client.get(keys.memory_version(job.namespace)) or 0)
+        self._put(job.request, job.job_id, left, version, job.trace_id)
+        logger.warning("job %s was lost with no result (a Redis failover?): enqueued again", job.job_id)
 
     def _coalesce(self, request: RetrievalRequest, job_id: str, version: int, deadline: float) -> JobHandle | None:
         """The handle of an identical prefetch job still in flight, if any; else claim the slot."""
@@ -155,7 +189,15 @@ class Producer:
         """The final result, blocking (no polling) until it exists; ResultTimeout
         (a TimeoutError, carrying RQ's state of the job) once ``timeout`` passes."""
         job_id = job if isinstance(job, str) else job.job_id
-        found = self.results.wait(job_id, timeout)
+        check = self.settings.redis.failover_check_seconds
+        watch = isinstance(job, JobHandle) and job.request is not None and check > 0
+        until = time.monotonic() + timeout
+        found = self.results.wait(job_id, min(timeout, check) if watch else timeout)
+        while found is None and watch and (left := until - time.monotonic()) > 0:
+            assert isinstance(job, JobHandle)
+            if self._lost(job):
+                self._enqueue_again(job)
+            found = self.results.wait(job_id, min(left, check))
         if found is None:
             state = self.queues.state(job_id)
             origin = job.queue if isinstance(job, JobHandle) else self.queues.origin(job_id)

@@ -46,8 +46,9 @@ from rq.executions import Execution
 from rq.job import Job, JobStatus
 from rq.queue import Queue
 from rq.registry import StartedJobRegistry
-from rq.utils import now as utc_now
 from rq.worker import WorkerStatus
+
+from rq_wing.clock import rq_now as utc_now
 
 COALESCE_SECONDS = 0.5
 

@@ -11,7 +11,6 @@ state.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from rq import get_current_job
@@ -51,8 +50,9 @@ def run_retrieval(payload: Any) -> dict[str, Any]:
         report = run_job(resources, payload, job.id, job.origin, hard_timeout=JobTimeoutException)
     except Exception as exc:  # last line of defence (the result write itself failed): still one final result
         logger.exception("job=%s unexpected failure", job.id)
-        stamps = stamps_of_invalid(payload, job.id, job.origin)
-        result = build_result(resources, stamps, None, "failed", time.time(), NO_TRACE,
+        now = resources.now()
+        stamps = stamps_of_invalid(payload, job.id, job.origin, now)
+        result = build_result(resources, stamps, None, "failed", now, NO_TRACE,
                               error=f"internal error: {type(exc).__name__}: {exc}")
         resources.results.write(result, None)
         report = JobReport(result, None)

@@ -13,7 +13,9 @@ from rq import Queue, Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from ferret.clock import Clock
 from ferret.contract import JOB_FUNCTION, QUEUES
+from rq_wing.clock import use_clock
 
 # RQ states after which RQ will not run the job again by itself.
 ENDED_STATES = frozenset({"finished", "failed", "stopped", "canceled"})
@@ -22,8 +24,11 @@ ENDED_STATES = frozenset({"finished", "failed", "stopped", "canceled"})
 class RQQueues:
     """Ferret's RQ queues, as a producer uses them."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, clock: Clock | None = None) -> None:
+        """``clock``: what RQ stamps this process's jobs and registry scores with (Redis's)."""
         self.client = client
+        if clock is not None:
+            use_clock(clock)
         self._queues = {name: Queue(name, connection=client, serializer=JSONSerializer) for name in QUEUES}
 
     def enqueue(self, queue: str, payload: dict[str, Any], job_id: str, timeout: int, result_ttl: int) -> None:

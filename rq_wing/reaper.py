@@ -12,7 +12,6 @@ the worker was lost. One worker at a time does this, under a short lock.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,7 +49,7 @@ def reap(ctx: WorkerResources, queues: Sequence[Queue], now: float | None = None
     lock_ms = max(500, int(ctx.settings.service.reaper_interval_seconds * 900))
     if not ctx.client.set(LOCK_KEY, ctx.name, nx=True, px=lock_ms):
         return []
-    now = time.time() if now is None else now
+    now = ctx.now() if now is None else now
     written: list[RetrievalResult] = []
     for queue in queues:
         registry = StartedJobRegistry(queue=queue, serializer=JSONSerializer)

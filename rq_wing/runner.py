@@ -26,14 +26,15 @@ from rq import Queue, SimpleWorker, Worker
 from rq.exceptions import StopRequested
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
-from rq.utils import now as utc_now
 from rq.worker import WorkerStatus
 
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
-from ferret.redis_conn import redacted
+from ferret.redis_conn import redacted, url_of
 from ferret.settings import Settings
 from rq_wing.bookkeeping import CoalescedBookkeeping, OneTripJobStart
+from rq_wing.clock import rq_now as utc_now
+from rq_wing.clock import use_clock
 from rq_wing.entry import report_of
 from rq_wing.intake import Refusal, guarded_queue_class, mark_failed
 from rq_wing.maintenance import sweep
@@ -96,7 +97,7 @@ class _Observed:
         for queue in self.queues:  # type: ignore[attr-defined]
             if queue.acquire_maintenance_lock():
                 try:
-                    for result in sweep(queue, self.ferret_context, self.ferret_on_refused, time.time()):
+                    for result in sweep(queue, self.ferret_context, self.ferret_on_refused, self.ferret_context.now()):
                         after_job(self.ferret_observers, JobReport(result, None))
                 finally:
                     queue.release_maintenance_lock()
@@ -259,6 +260,8 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     if cls is None:
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = build_resources(settings, client)
+    if context.clock is not None:
+        use_clock(context.clock)  # RQ's heartbeats and registry scores on Redis's clock too
     metrics = metrics or FerretMetrics()
     observers = _observers(context, metrics, name)
 
@@ -303,7 +306,7 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
     gc.collect()
     gc.freeze()
     logger.info("Listening on %s at %s (worker %s, %s, pid %d)", ", ".join(q.name for q in worker.queues),
-                redacted(redis_url_of(client)), worker.name, type(worker).__name__, os.getpid())
+                redacted(url_of(client)), worker.name, type(worker).__name__, os.getpid())
     try:
         return bool(worker.work(burst=burst, logging_level=rq_log_level or log_level, with_scheduler=False,
                                 max_jobs=max_jobs, max_idle_time=max_idle_time))
@@ -312,12 +315,3 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
             shutdown = getattr(observer, "shutdown", None)
             if shutdown is not None:
                 shutdown()  # queued spans go out before the worker exits
-
-
-def redis_url_of(client: redis.Redis) -> str:
-    """Where ``client`` connects, as a URL (for the start-up line)."""
-    kwargs = client.connection_pool.connection_kwargs
-    if kwargs.get("path"):
-        return f"unix://{kwargs['path']}"
-    scheme = "rediss" if kwargs.get("ssl") or "SSL" in client.connection_pool.connection_class.__name__ else "redis"
-    return f"{scheme}://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"

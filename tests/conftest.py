@@ -72,6 +72,23 @@ def require_tool(name: str, how: str) -> str:
     return found
 
 
+FAKETIME_HOW = "apt-get install faketime (Debian's libfaketime)"
+LIBFAKETIME = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+               "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1")
+
+
+def faketime_env(offset: str) -> dict[str, str]:
+    """Environment that runs a process ``offset`` ("+30s", "-30s") off the host's
+    clock with libfaketime, as ``faketime -f OFFSET`` does. (Not the ``faketime``
+    command itself: it forks the program and does not pass signals on, so a
+    stopped ``faketime`` would leave its worker running.)"""
+    require_tool("faketime", FAKETIME_HOW)
+    library = next((path for path in LIBFAKETIME if Path(path).exists()), None)
+    if library is None:
+        raise RuntimeError(f"faketime is installed but libfaketimeMT.so.1 is in none of {LIBFAKETIME}")
+    return {"LD_PRELOAD": library, "FAKETIME": offset}
+
+
 class RedisServer:
     """A real redis-server on a free loopback port."""
 

@@ -198,3 +198,17 @@ def test_a_job_whose_entry_left_the_queue_unstarted_is_enqueued_again(producer, 
     start_workers(1)
     assert producer.wait(again, 20).status == "ok"
     assert producer.enqueue(request).duplicate, "with its result there, the same request is one job"
+
+
+@pytest.mark.parametrize("request_id", ["vanished-1", None])
+def test_a_waiting_producer_enqueues_again_a_job_a_failover_lost(producer, sample_namespace, start_workers,
+                                                                 redis_client, request_id):
+    """What a promoted replica that never got the enqueue looks like: no job hash, no queue entry."""
+    handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch",
+                               "request_id": request_id})
+    assert redis_client.delete(f"rq:job:{handle.job_id}") == 1
+    assert redis_client.lrem("rq:queue:batch", 1, handle.job_id) == 1
+    start_workers(1)
+    result = producer.wait(handle, 20)  # checks every redis.failover_check_seconds (2 s) that the job still exists
+    assert result.status == "ok" and result.job_id == handle.job_id and result.trace_id == handle.trace_id
+    assert result.timestamps.deadline_at == pytest.approx(handle.deadline_at, abs=0.01), "the same deadline"

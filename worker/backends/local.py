@@ -31,6 +31,7 @@ from ferret import keys
 from ferret.errors import BackendUnavailable
 from ferret.pids import pid_alive
 from ferret.records import Filters, Hit, Memory
+from ferret.redis_conn import url_of
 from ferret.settings import CoRetrievalSettings, LocalSettings
 from worker.backends.base import Backend
 from worker.backends.change_log import ChangeLog
@@ -196,16 +197,6 @@ def default_index_root(settings: LocalSettings) -> Path:
     return base / f"{INDEX_DIR_PREFIX}{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-def redis_url_of(client: redis.Redis) -> str:
-    """A URL for the server ``client`` talks to (for a builder process)."""
-    kwargs = client.connection_pool.connection_kwargs
-    if "path" in kwargs:
-        return f"unix://{kwargs['path']}?db={kwargs.get('db', 0)}"
-    password = kwargs.get("password")
-    auth = f"{kwargs.get('username') or ''}:{password}@" if password else ""
-    return f"redis://{auth}{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
-
-
 class LocalBackends:
     """Per-process factory: ``for_namespace(ns)`` gives a job its backend.
 
@@ -222,7 +213,7 @@ class LocalBackends:
         self._owns_root = index_root is None
         self.index_root = index_root or default_index_root(self.local)
         self.registry = IndexRegistry(client, self.local, self.index_root,
-                                      {"FERRET_REDIS__URL": redis_url or redis_url_of(client)})
+                                      {"FERRET_REDIS__URL": redis_url or url_of(client)})
         settings = co_retrieval or CoRetrievalSettings()
         self.affinity_weight = settings.affinity_weight if settings.enabled else 0.0
         self.affinity_seeds = settings.affinity_seeds

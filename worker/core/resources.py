@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
 from ferret.cache import answer_fingerprint
+from ferret.clock import RedisClock
 from ferret.errors import AgentFailed
+from ferret.replication import ReplicaWait
 from ferret.results import ResultStore
 from ferret.settings import Settings
 from worker.backends.factory import Backends, build_backends
@@ -29,6 +32,11 @@ class WorkerResources:
     agent_chat: ChatClient | None = None  # the agent loop's LLM, when switched on
     fingerprint: str = ""  # what decides an answer besides request and memories (ferret.cache)
     index_root: Path | None = None  # the local backend's index directory (a work horse shares its parent's)
+    clock: RedisClock | None = None  # Redis's clock: every time compared with another host's (ferret.clock)
+
+    def now(self) -> float:
+        """Epoch seconds on Redis's clock."""
+        return self.clock.time() if self.clock is not None else time.time()
 
     @property
     def pid(self) -> int:
@@ -40,22 +48,30 @@ class WorkerResources:
         horse of ``ferret --config FILE worker`` runs with FILE's settings)."""
         if self.pid == os.getpid():
             return self
-        return build_resources(self.settings, client or self.client, self.index_root)
+        client = client or self.client
+        clock = self.clock.for_client(client) if self.clock is not None else None
+        replicas = self.results.replicas.for_client(client) if self.results.replicas is not None else None
+        return build_resources(self.settings, client, self.index_root, clock, replicas)
 
 
-def build_resources(settings: Settings, client: redis.Redis, index_root: Path | None = None) -> WorkerResources:
+def build_resources(settings: Settings, client: redis.Redis, index_root: Path | None = None,
+                    clock: RedisClock | None = None, replicas: ReplicaWait | None = None) -> WorkerResources:
     """Build the per-process clients; called at worker start-up (and in a forked child)."""
     backends = build_backends(settings, client, index_root)
+    clock = clock or RedisClock(client)
     return WorkerResources(
         settings=settings,
         client=client,
         backends=backends,
         results=ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds,
-                             settings.cache.max_entries, settings.service.ttls()),
+                             settings.cache.max_entries, settings.service.ttls(), clock,
+                             replicas or ReplicaWait(client, settings.redis.min_replicas_acked,
+                                                     settings.redis.replica_ack_timeout_ms)),
         name=f"{socket.gethostname()}:{os.getpid()}",
         scorer=LLMScorer(settings.rerank) if settings.rerank.enabled else None,
         agent_chat=ChatClient(settings.agent, failure=AgentFailed, temperature=settings.agent.temperature)
         if settings.agent.enabled else None,
         fingerprint=answer_fingerprint(settings),
         index_root=getattr(backends, "index_root", None),
+        clock=clock,
     )

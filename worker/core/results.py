@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +44,8 @@ def stamps_of(envelope: JobEnvelope, job_id: str) -> Stamps:
     return Stamps(job_id, envelope.enqueued_at, envelope.deadline_at)
 
 
-def stamps_of_invalid(payload: Any, job_id: str, origin: str | None) -> Stamps:
-    """Stamps read leniently from a payload that is not a valid envelope (its deadline: now)."""
-    now = time.time()
+def stamps_of_invalid(payload: Any, job_id: str, origin: str | None, now: float) -> Stamps:
+    """Stamps read leniently from a payload that is not a valid envelope (its deadline: ``now``)."""
     data = payload if isinstance(payload, dict) else {}
     try:
         enqueued = epoch_field(data, "enqueued_at")
@@ -78,7 +76,7 @@ def build_result(ctx: WorkerResources, env: Stamps, request: RetrievalRequest | 
         queue=request.queue if request else (env.origin or "?"),
         status=status,  # type: ignore[arg-type]
         timestamps=Timestamps.model_construct(enqueued_at=env.enqueued_at, deadline_at=env.deadline_at,
-                              started_at=started_at, finished_at=time.time()),
+                              started_at=started_at, finished_at=ctx.now()),
         trace_id=trace_id,
         worker=ctx.name,
         **{**fields, "error": _safe_text(fields.get("error"))},
@@ -97,8 +95,9 @@ def refuse(ctx: WorkerResources, env: Stamps, started_at: float, reason: str, me
 
 def refused_result(ctx: WorkerResources, job_id: str, queue: str, reason: str, message: str) -> RetrievalResult:
     """Write (once) the ``failed`` result of a queue entry the worker refused to run."""
-    stamps = stamps_of_invalid(None, job_id, queue)
-    written = refuse(ctx, stamps, time.time(), reason, f"refused queue entry: {message}")
+    now = ctx.now()
+    stamps = stamps_of_invalid(None, job_id, queue, now)
+    written = refuse(ctx, stamps, now, reason, f"refused queue entry: {message}")
     return ctx.results.read(job_id) or written
 
 
@@ -130,7 +129,8 @@ def request_of(payload: Any, limits: LimitSettings) -> RetrievalRequest | None:
 
 def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None, reason: str) -> RetrievalResult:
     """Write (once) the ``failed`` result of a job whose worker died under it."""
-    env = stamps_of_invalid(payload, job_id, origin)
+    now = ctx.now()
+    env = stamps_of_invalid(payload, job_id, origin, now)
     raw = env.raw_request if isinstance(env.raw_request, dict) else {}
     try:
         request = parse_request(raw, ctx.settings.limits)
@@ -139,7 +139,7 @@ def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | N
     deadline = deadline_of(payload)
     if deadline is not None:
         env.deadline_at = deadline
-    result = build_result(ctx, env, request, "failed", time.time(), NO_TRACE, error=reason)
+    result = build_result(ctx, env, request, "failed", now, NO_TRACE, error=reason)
     ctx.results.write(result, None)
     return ctx.results.read(job_id) or result
 

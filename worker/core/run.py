@@ -12,7 +12,6 @@ adapter (``rq_wing.entry``) calls it, and so do ``ferret run`` and the benchmark
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,12 +135,13 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
 
     ``hard_timeout``: what the queue system raises when the job's hard time
     limit strikes (RQ's ``JobTimeoutException``); it ends the job ``failed``."""
-    started_at, started_ns = time.time(), time.time_ns()
-    tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans)
+    started_at = ctx.now()  # Redis's clock: the producer's enqueue time and deadline are on it too
+    started_ns = int(started_at * 1e9)
+    tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans, clock_ns=lambda: int(ctx.now() * 1e9))
     try:
         env = JobEnvelope.parse(payload, ctx.settings.limits)
     except InvalidRequest as exc:
-        stamps = stamps_of_invalid(payload, job_id, origin)
+        stamps = stamps_of_invalid(payload, job_id, origin, started_at)
         result = build_result(ctx, stamps, None, "failed", started_at, tracer.trace_id, error=f"invalid request: {exc}")
         ctx.results.write(result, None)
         logger.debug("job=%s status=failed invalid request: %s", job_id, exc)
@@ -150,7 +150,7 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
     if env.trace_id:
         tracer.trace_id = env.trace_id
     if not binds(job_id, request.namespace, request.request_id):
-        refused = refuse(ctx, stamps_of_invalid(None, job_id, origin), started_at, "tenant_mismatch",
+        refused = refuse(ctx, stamps_of_invalid(None, job_id, origin, started_at), started_at, "tenant_mismatch",
                          "job id does not belong to the request's namespace and request id; not run")
         return JobReport(refused, None)
     with tracer.span("job", queue=request.queue, namespace=request.namespace) as root:
@@ -174,7 +174,7 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
             result = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
     result, trace = write_with_trace(ctx, result, tracer, outcome.cache)
-    took = (time.time() - started_at) * 1000
+    took = (ctx.now() - started_at) * 1000
     logger.debug("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
     return JobReport(result, request, trace)
 

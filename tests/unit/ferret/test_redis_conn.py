@@ -1,6 +1,7 @@
 import pytest
 
-from ferret.redis_conn import redacted
+from ferret.errors import ConfigError
+from ferret.redis_conn import client_for, parse_sentinel_url, redacted
 
 
 @pytest.mark.parametrize(("url", "shown"), [
@@ -14,3 +15,33 @@ from ferret.redis_conn import redacted
 ])
 def test_no_form_of_a_password_is_shown(url, shown):
     assert redacted(url) == shown and "secret" not in redacted(url)
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("redis+sentinel://:secret@h1:26379,h2:26380/ferret/2", "redis+sentinel://:***@h1:26379,h2:26380/ferret/2"),
+    ("rediss+sentinel://u:secret@h1:26379/ferret?sentinel_password=secret",
+     "rediss+sentinel://u:***@h1:26379/ferret?sentinel_password=***"),
+])
+def test_sentinel_urls_are_redacted_too(url, shown):
+    assert redacted(url) == shown
+
+
+def test_a_sentinel_url_names_sentinels_service_and_db():
+    address = parse_sentinel_url("rediss+sentinel://app:p%40ss@10.0.0.1:26379,[::1]:26380/ferret/3"
+                                 "?sentinel_password=s")
+    assert address.sentinels == (("10.0.0.1", 26379), ("::1", 26380))
+    assert (address.service, address.db, address.username, address.password) == ("ferret", 3, "app", "p@ss")
+    assert address.sentinel_password == "s" and address.ssl
+
+
+@pytest.mark.parametrize(("url", "names"), [
+    ("redis+sentinel:///ferret", "no sentinel"),
+    ("redis+sentinel://h1/ferret", "not host:port"),
+    ("redis+sentinel://h1:26379/", "no service name"),
+    ("redis+sentinel://h1:26379/ferret/x", "db 'x'"),
+    ("redis+sentinel://:secret@h1:26379/ferret?socket_timeout=1", "unknown parameter"),
+])
+def test_a_bad_sentinel_url_says_what_is_wrong_without_the_password(url, names):
+    with pytest.raises(ConfigError, match=names) as caught:
+        client_for(url)
+    assert "secret" not in str(caught.value)

@@ -1,0 +1,43 @@
+"""RQ's own timestamps, on Redis's clock.
+
+RQ stamps what it writes with the host's clock (``rq.utils.now``): a job's
+created, enqueued, started and ended times, its heartbeats, and the scores
+of its registries (a started job's expiry, how long a finished or failed job
+is listed, a scheduled job's time), which other hosts' workers then compare
+with their own clocks. RQ has no setting for its clock, so ``use_clock``
+points RQ's ``now`` (and with it ``current_timestamp``, which reads it) at
+the process's ``ferret.clock`` clock: every RQ module that imported it gets
+the clock's version. It is called once a process knows its Redis (a worker
+at start-up, a producer when built); a second call moves RQ to that clock.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from collections.abc import Callable
+
+import rq.utils
+
+from ferret.clock import Clock
+
+_HOST_NOW: Callable[[], datetime.datetime] = rq.utils.now
+_installed: list[Callable[[], datetime.datetime]] = []
+
+
+def use_clock(clock: Clock) -> None:
+    """From now on RQ's ``now()`` in this process reads ``clock``."""
+
+    def now() -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(clock.time(), tz=datetime.UTC)
+
+    replaced = {_HOST_NOW, *_installed}
+    for name, module in list(sys.modules.items()):
+        if (name == "rq" or name.startswith("rq.")) and getattr(module, "now", None) in replaced:
+            module.now = now  # type: ignore[attr-defined]
+    _installed.append(now)
+
+
+def rq_now() -> datetime.datetime:
+    """What RQ takes for now, in this process."""
+    return rq.utils.now()
