@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 from prometheus_client import start_http_server
-from rq import Queue, SimpleWorker, Worker
+from rq import Queue, SimpleWorker, Worker, worker_registration
 from rq.exceptions import StopRequested
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
@@ -53,6 +53,9 @@ logger = logging.getLogger(__name__)
 JOB_MONITORING_SECONDS = 5
 
 
+REGISTRATION_CHECK_SECONDS = 5.0
+
+
 class _Observed:
     """Mixin: busy/idle, metrics after each job, and the reaper for lost jobs."""
 
@@ -62,7 +65,51 @@ class _Observed:
     ferret_on_refused: Callable[[Refusal], None]
     last_cleaned_at: Any
     _ferret_last_reap = 0.0
+    _ferret_registration_checked = 0.0
     _state: str
+
+    @contextmanager
+    def _redis_may_be_away(self, what: str) -> Iterator[None]:
+        """RQ's main loop quits on a Redis error anywhere but in its dequeue (which waits
+        and retries): around RQ's other calls, a Redis out of reach past the clients'
+        retries is logged and the loop goes on to the dequeue, which waits for it."""
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            logger.warning("worker %s: Redis out of reach during %s (%s); carrying on",
+                           self.name, what, exc)  # type: ignore[attr-defined]
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        if pipeline is not None:  # part of a transaction: its caller sends it and sees any error
+            super().heartbeat(timeout, pipeline)  # type: ignore[misc]
+            return
+        with self._redis_may_be_away("a heartbeat"):
+            super().heartbeat(timeout, pipeline)  # type: ignore[misc]
+
+    def check_for_suspension(self, burst: bool) -> None:
+        with self._redis_may_be_away("the suspension check"):
+            super().check_for_suspension(burst)  # type: ignore[misc]
+
+    def _register_again(self) -> None:
+        """The worker's registration, again if it is gone. Cut off from Redis for longer than
+        its TTL (a job's heartbeat TTL is ``worker_ttl``, 16 s), a worker's key expires and the
+        other workers' maintenance drops it from the worker registry: RQ would go on serving
+        without it, invisible to ``rq info`` and to the reaper, which then takes every job it
+        starts for a lost one."""
+        key: str = self.key  # type: ignore[attr-defined]
+        connection = self.connection  # type: ignore[attr-defined]
+        with connection.pipeline(transaction=False) as pipe:
+            pipe.hexists(key, "birth")
+            pipe.sismember(self.redis_workers_keys, key)  # type: ignore[attr-defined]
+            if all(pipe.execute()):
+                return  # the key outlived the outage
+        with connection.pipeline() as pipe:
+            pipe.hset(key, mapping=self.serialize())  # type: ignore[attr-defined]
+            worker_registration.register(self, pipe)  # type: ignore[arg-type]
+            pipe.expire(key, self.worker_ttl + 60)  # type: ignore[attr-defined]
+            pipe.execute()
+        logger.warning("worker %s: Redis is back after its key expired; registered again",
+                       self.name)  # type: ignore[attr-defined]
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         """Short, so a killed worker is noticed within seconds (see rq_wing.reaper)."""
@@ -80,9 +127,13 @@ class _Observed:
     def run_maintenance_tasks(self) -> None:
         """RQ's registry maintenance at its interval (Ferret's safe version,
         see ``rq_wing.maintenance``; Ferret runs no scheduler and no groups),
-        and the reaper at Ferret's."""
-        if super().should_run_maintenance_tasks:  # type: ignore[misc]
-            self.clean_registries()
+        and the reaper at Ferret's; every few seconds, the worker's own registration."""
+        with self._redis_may_be_away("maintenance"):
+            if time.monotonic() - self._ferret_registration_checked >= REGISTRATION_CHECK_SECONDS:
+                self._register_again()
+                self._ferret_registration_checked = time.monotonic()
+            if super().should_run_maintenance_tasks:  # type: ignore[misc]
+                self.clean_registries()
         self._ferret_last_reap = time.monotonic()
         try:
             for result in reap(self.ferret_context, self.queues,  # type: ignore[attr-defined]
@@ -110,7 +161,7 @@ class _Observed:
         # transaction is then a warm shut-down (this job runs, then the worker stops), not an exception that
         # would cut the start transaction in the middle.
         self._state = WorkerStatus.BUSY
-        stopped_before_its_end = False
+        stopped_before_its_end = cut_off = False
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]
         except StopRequested:
@@ -118,9 +169,16 @@ class _Observed:
             if stopped_before_its_end:
                 self._put_back_if_not_started(job, queue)
             raise
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            # Redis out of reach past the clients' retries while RQ started or ended the job: the worker
+            # goes on (RQ's loop waits for Redis); the job is the reaper's, like a dead worker's.
+            cut_off = True
+            logger.error("job=%s: Redis out of reach while the worker started or ended it (%s); the worker "
+                         "carries on, and the job is re-run or ended by the reaper", job.id, exc)
+            return None
         finally:
             self.ferret_metrics.busy.set(0)
-            if not stopped_before_its_end:
+            if not stopped_before_its_end and not cut_off:
                 with self._stop_deferred():
                     self._record(job)
 
