@@ -95,6 +95,10 @@ class StageError(FerretError):
         self.stage = stage
 
 
+class RedisUnreachable(FerretError):
+    """Redis could not be reached for as long as the caller would wait."""
+
+
 class JobNotFound(FerretError):
     """No job, result or trace exists under the given id."""
 

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from ferret.errors import BackendError, FerretError, JobNotFound, ResultTimeout
+from ferret.errors import BackendError, FerretError, JobNotFound, RedisUnreachable, ResultTimeout
 
 OK = 0
 PARTLY = 1
@@ -27,7 +27,7 @@ def for_error(exc: FerretError) -> int:
         return NOT_FOUND
     if isinstance(exc, ResultTimeout):
         return NOT_YET
-    if isinstance(exc, BackendError):
+    if isinstance(exc, BackendError | RedisUnreachable):
         return UNAVAILABLE
     return USAGE
 

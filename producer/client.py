@@ -25,7 +25,7 @@ from ferret.cache import answer_fingerprint, cache_key, inflight_key
 from ferret.clock import RedisClock
 from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
 from ferret.envelope import JobEnvelope
-from ferret.errors import InvalidRequest, JobNotFound, ResultTimeout
+from ferret.errors import InvalidRequest, JobNotFound, RedisUnreachable, ResultTimeout
 from ferret.job_ids import job_id_for
 from ferret.replication import ReplicaWait
 from ferret.results import ResultStore
@@ -187,17 +187,40 @@ class Producer:
 
     def wait(self, job: JobHandle | str, timeout: float) -> RetrievalResult:
         """The final result, blocking (no polling) until it exists; ResultTimeout
-        (a TimeoutError, carrying RQ's state of the job) once ``timeout`` passes."""
+        (a TimeoutError, carrying RQ's state of the job) once ``timeout`` passes.
+
+        Redis out of reach (past the client's own retries) is waited out within
+        ``timeout``: said once when it starts and once when it ends; still out of
+        reach when the time is up, ``RedisUnreachable``."""
         job_id = job if isinstance(job, str) else job.job_id
         check = self.settings.redis.failover_check_seconds
         watch = isinstance(job, JobHandle) and job.request is not None and check > 0
         until = time.monotonic() + timeout
-        found = self.results.wait(job_id, min(timeout, check) if watch else timeout)
-        while found is None and watch and (left := until - time.monotonic()) > 0:
-            assert isinstance(job, JobHandle)
-            if self._lost(job):
-                self._enqueue_again(job)
-            found = self.results.wait(job_id, min(left, check))
+        away_since: float | None = None
+        found: RetrievalResult | None = None
+        while True:
+            left = max(0.0, until - time.monotonic())
+            try:
+                found = self.results.wait(job_id, min(left, check) if watch else left)
+                if found is None and watch and left > check:
+                    assert isinstance(job, JobHandle)
+                    if self._lost(job):
+                        self._enqueue_again(job)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                if away_since is None:
+                    away_since = time.monotonic()
+                    logger.warning("Redis is out of reach while waiting for job %s (%s); still waiting", job_id, exc)
+                time.sleep(min(1.0, max(0.0, until - time.monotonic())))
+            else:
+                if away_since is not None:
+                    logger.warning("Redis answers again after %.1f s; waiting for job %s",
+                                   time.monotonic() - away_since, job_id)
+                    away_since = None
+            if found is not None or until - time.monotonic() <= 0:
+                break
+        if found is None and away_since is not None:
+            raise RedisUnreachable(f"Redis was out of reach for the last {time.monotonic() - away_since:.0f} s "
+                                   f"of the {timeout:g} s waited for job {job_id}")
         if found is None:
             state = self.queues.state(job_id)
             origin = job.queue if isinstance(job, JobHandle) else self.queues.origin(job_id)

@@ -11,14 +11,19 @@ still be alive, registered again, and serve jobs.
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 
 import pytest
 from rq import Worker
 
+from ferret.errors import RedisUnreachable
+from ferret.redis_conn import client_for
+from producer.client import Producer
 from tests.conftest import ROOT
 from tests.reliability.tcp_proxy import CuttableProxy
 
@@ -79,3 +84,23 @@ def test_a_worker_cut_off_for_30_s_loses_no_job_and_comes_back(env, redis_server
     assert len(rows) == LINES and len({row["request_id"] for row in rows}) == LINES
     assert Counter(row["status"] for row in rows) == Counter(ok=LINES)
     assert all(result.status == "ok" for result in served), "the returned worker serves again"
+
+
+def test_a_producer_cut_off_while_waiting_says_so_then_recovers(redis_server, redis_client, settings,
+                                                                 sample_namespace, start_workers, caplog):
+    proxy = CuttableProxy(int(redis_server.url.rsplit(":", 1)[1].split("/")[0]))
+    try:
+        producer = Producer(client_for(proxy.url), settings)
+        handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
+        proxy.cut()
+        start_workers(1)  # answers the job while the producer cannot see it
+        threading.Timer(15.0, proxy.restore).start()  # longer than the client's own retries (~10 s)
+        with caplog.at_level(logging.WARNING, logger="producer.client"):
+            assert producer.wait(handle, 60).status == "ok"
+        said = caplog.text
+        assert "out of reach while waiting" in said and "answers again" in said
+        proxy.cut()  # and for good: the wait ends saying so, not with a raw connection error
+        with pytest.raises(RedisUnreachable, match="out of reach"):
+            producer.wait("fr-" + "0" * 32, 12)
+    finally:
+        proxy.close()
