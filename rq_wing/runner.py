@@ -96,6 +96,8 @@ class _Observed:
         other workers' maintenance drops it from the worker registry: RQ would go on serving
         without it, invisible to ``rq info`` and to the reaper, which then takes every job it
         starts for a lost one."""
+        if self.birth_date is None:  # type: ignore[attr-defined]
+            return  # not registered yet: RQ does it when the worker starts
         key: str = self.key  # type: ignore[attr-defined]
         connection = self.connection  # type: ignore[attr-defined]
         with connection.pipeline(transaction=False) as pipe:
