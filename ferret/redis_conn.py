@@ -21,7 +21,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.connection import SSLConnection
 from redis.retry import Retry
-from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
+from redis.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from ferret.errors import ConfigError
 from ferret.redis_retry import PatientRetry
@@ -145,6 +145,15 @@ def url_of(client: redis.Redis) -> str:
         return f"unix://{kwargs['path']}?db={kwargs.get('db', 0)}"
     scheme = "rediss" if tls else "redis"
     return f"{scheme}://{auth}{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+
+
+def reason(error: redis.RedisError) -> str:
+    """What went wrong, in a line: redis-py's "no master" error carries the repr of
+    every sentinel client it asked, one long line of internals."""
+    if isinstance(error, MasterNotFoundError):
+        service = str(error).split("'")[1] if str(error).count("'") >= 2 else "?"
+        return f"no sentinel named a primary for service {service!r} (none answered, or none knows it)"
+    return str(error)
 
 
 def client_for(url: str) -> redis.Redis:

@@ -49,7 +49,7 @@ def connected(ctx: click.Context) -> Iterator[redis.Redis]:
     line and its exit code (2 for a bad URL, 3 when Redis does not answer)."""
     import redis
 
-    from ferret.redis_conn import answers_at_once, client_for, redacted
+    from ferret.redis_conn import answers_at_once, client_for, reason, redacted
     from ferret.redis_retry import RECONNECT_SECONDS
 
     settings = settings_of(ctx)
@@ -64,7 +64,7 @@ def connected(ctx: click.Context) -> Iterator[redis.Redis]:
         try:
             client.ping()
         except redis.RedisError as exc:
-            click.echo(f"error: cannot reach Redis at {redacted(url)}: {exc}", err=True)
+            click.echo(f"error: cannot reach Redis at {redacted(url)}: {reason(exc)}", err=True)
             sys.exit(exit_codes.UNAVAILABLE)
     try:
         yield client

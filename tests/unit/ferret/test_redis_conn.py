@@ -1,7 +1,9 @@
 import pytest
+import redis
+from redis.sentinel import MasterNotFoundError
 
 from ferret.errors import ConfigError
-from ferret.redis_conn import client_for, parse_sentinel_url, redacted
+from ferret.redis_conn import client_for, parse_sentinel_url, reason, redacted
 
 
 @pytest.mark.parametrize(("url", "shown"), [
@@ -45,3 +47,9 @@ def test_a_bad_sentinel_url_says_what_is_wrong_without_the_password(url, names):
     with pytest.raises(ConfigError, match=names) as caught:
         client_for(url)
     assert "secret" not in str(caught.value)
+
+
+def test_no_primary_found_is_said_in_a_line_not_as_the_sentinels_repr():
+    error = MasterNotFoundError("No master found for 'ferret' : <redis.client.Redis(<ConnectionPool(...password=x)>)>")
+    assert reason(error) == "no sentinel named a primary for service 'ferret' (none answered, or none knows it)"
+    assert reason(redis.ConnectionError("refused")) == "refused"
