@@ -22,7 +22,7 @@ import rq.utils
 from ferret.clock import Clock
 
 _HOST_NOW: Callable[[], datetime.datetime] = rq.utils.now
-_installed: list[Callable[[], datetime.datetime]] = []
+_current: list[Callable[[], datetime.datetime]] = [_HOST_NOW]  # what RQ's modules hold now
 
 
 def use_clock(clock: Clock) -> None:
@@ -31,11 +31,14 @@ def use_clock(clock: Clock) -> None:
     def now() -> datetime.datetime:
         return datetime.datetime.fromtimestamp(clock.time(), tz=datetime.UTC)
 
-    replaced = {_HOST_NOW, *_installed}
+    # Every RQ module holds the host's now or the current one (a module imported since the last
+    # call took rq.utils.now, the current one), so only those two are replaced, and no earlier
+    # clock (and the Redis client in it) is kept alive.
+    replaced = {_HOST_NOW, _current[0]}
     for name, module in list(sys.modules.items()):
         if (name == "rq" or name.startswith("rq.")) and getattr(module, "now", None) in replaced:
             module.now = now  # type: ignore[attr-defined]
-    _installed.append(now)
+    _current[0] = now
 
 
 def rq_now() -> datetime.datetime:

@@ -181,15 +181,19 @@ class NousBackend:
             raise BackendProtocolError(NAME, "edges answer has no 'data' list")
         return [edge for edge in payload["data"] if isinstance(edge, dict)]
 
-    def node(self, node_id: str, timeout: float | None = None) -> Memory | None:
-        """``GET /v1/nodes/{id}``: the node (the object itself), or None when the server has none (404)."""
+    def _node_call(self, method: str, node_id: str, timeout: float | None, **request: Any) -> Memory | None:
+        """A call on ``nodes/{id}`` that answers the node (the object itself); None on a 404."""
         try:
-            payload = self._call("GET", f"nodes/{quote(node_id, safe='')}", timeout)
+            payload = self._call(method, f"nodes/{quote(node_id, safe='')}", timeout, **request)
         except BackendProtocolError as exc:
             if " 404:" in str(exc):
                 return None
             raise
         return _node_of(payload, f"nodes/{node_id}")
+
+    def node(self, node_id: str, timeout: float | None = None) -> Memory | None:
+        """``GET /v1/nodes/{id}``: the node, or None when the server has none (404)."""
+        return self._node_call("GET", node_id, timeout)
 
     def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
                timeout: float | None = None) -> list[Hit]:
@@ -222,14 +226,7 @@ class NousBackend:
 
     def patch_node(self, node_id: str, memory: Memory, timeout: float | None = None) -> Memory | None:
         """``PATCH /v1/nodes/{id}`` with ``memory``'s fields; None when the server has no such node."""
-        try:
-            payload = self._call("PATCH", f"nodes/{quote(node_id, safe='')}", timeout,
-                                 json=_writable(memory, clear_missing=True))
-        except BackendProtocolError as exc:
-            if " 404:" in str(exc):
-                return None
-            raise
-        return _node_of(payload, f"nodes/{node_id}")
+        return self._node_call("PATCH", node_id, timeout, json=_writable(memory, clear_missing=True))
 
     def delete_node(self, node_id: str, timeout: float | None = None) -> bool:
         """``DELETE /v1/nodes/{id}``; False when the server has no such node. The server
