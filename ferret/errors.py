@@ -7,7 +7,9 @@
     ├── BackendError             a memory backend failed; ``backend`` names it
     │   ├── BackendUnavailable   could not connect, timed out, or answered 5xx
     │   ├── BackendProtocolError answered something that is not what we expect
-    │   └── NamespaceNotServed   no memory store is configured for the namespace
+    │   ├── NamespaceNotServed   no memory store is configured for the namespace
+    │   └── WriteNotReplicated   a memory write was applied but too few replicas
+    │                            confirmed it in time (a failover could lose it)
     ├── RerankFailed             the optional LLM re-rank could not be used;
     │                            ``reason`` is timeout, error or malformed
     ├── StageError               a pipeline stage failed; wraps the cause once
@@ -54,6 +56,12 @@ class BackendError(FerretError):
 
 class BackendUnavailable(BackendError):
     """The backend could not be reached, timed out or answered 5xx."""
+
+
+class WriteNotReplicated(BackendError):
+    """A memory write was applied on its primary, but fewer replicas than
+    ``backend.local.store_min_replicas_acked`` confirmed it in time: it is not
+    acknowledged (a failover now could lose it); writing it again is safe."""
 
 
 class BackendProtocolError(BackendError):

@@ -3,6 +3,13 @@
 Namespaces and request ids are validated before they reach a key, and ids
 that come from outside are hashed, so no input can name another tenant's
 keys. Memory-store keys hold data and have no TTL; every other key has one.
+
+A namespace's memory-store keys (memories, embeddings, version, change log,
+snapshot, build lock, co-retrieval weights, Nous node ids) carry the
+namespace as a Redis Cluster hash tag (``ferret:ns:{<ns>}:...``): on a
+cluster they all live on one shard, so the scripts and transactions that
+change several of them stay atomic. (Namespaces hold no braces.) Keys of the
+queue Redis (results, traces, cache, request ids) carry no tag.
 """
 
 from __future__ import annotations
@@ -12,44 +19,49 @@ import hashlib
 PREFIX = "ferret"
 
 
+def store_tag(namespace: str) -> str:
+    """The hash tag every memory-store key of the namespace carries."""
+    return f"{{{namespace}}}"
+
+
 def memories(namespace: str) -> str:
     """Hash: memory id -> memory JSON."""
-    return f"{PREFIX}:ns:{namespace}:memories"
+    return f"{PREFIX}:ns:{{{namespace}}}:memories"
 
 
 def memory_version(namespace: str) -> str:
     """Counter bumped by every change to the namespace's memories."""
-    return f"{PREFIX}:ns:{namespace}:version"
+    return f"{PREFIX}:ns:{{{namespace}}}:version"
 
 
 def nous_node_ids(namespace: str) -> str:
     """Hash: memory id written through Ferret -> the node id its Nous server gave it."""
-    return f"{PREFIX}:ns:{namespace}:nous-nodes"
+    return f"{PREFIX}:ns:{{{namespace}}}:nous-nodes"
 
 
 def embeddings(namespace: str) -> str:
     """Hash: memory id -> its embedding, float32 little-endian (the semantic retriever, local backend)."""
-    return f"{PREFIX}:ns:{namespace}:embeddings"
+    return f"{PREFIX}:ns:{{{namespace}}}:embeddings"
 
 
 def changes(namespace: str) -> str:
     """Stream: the namespace's change log, one entry per write (see worker.backends.change_log)."""
-    return f"{PREFIX}:ns:{namespace}:changes"
+    return f"{PREFIX}:ns:{{{namespace}}}:changes"
 
 
 def index_snapshot(namespace: str) -> str:
     """String: the manifest of the namespace's prebuilt index snapshot."""
-    return f"{PREFIX}:ns:{namespace}:index:manifest"
+    return f"{PREFIX}:ns:{{{namespace}}}:index:manifest"
 
 
 def index_snapshot_chunk(namespace: str, generation: str, number: int) -> str:
     """String: one chunk of a snapshot's bytes."""
-    return f"{PREFIX}:ns:{namespace}:index:{generation}:{number}"
+    return f"{PREFIX}:ns:{{{namespace}}}:index:{generation}:{number}"
 
 
 def index_build_lock(namespace: str) -> str:
     """String with a TTL: held by the one process building the namespace's snapshot."""
-    return f"{PREFIX}:ns:{namespace}:index:building"
+    return f"{PREFIX}:ns:{{{namespace}}}:index:building"
 
 
 def request_job(namespace: str, request_id: str) -> str:
@@ -71,12 +83,12 @@ def cached(namespace: str, digest: str) -> str:
 def affinity(namespace: str, memory_id: str) -> str:
     """Hash: partner memory id -> co-retrieval weight in (0, 1] (local backend)."""
     digest = hashlib.sha256(memory_id.encode()).hexdigest()[:32]
-    return f"{PREFIX}:ns:{namespace}:affinity:{digest}"
+    return f"{PREFIX}:ns:{{{namespace}}}:affinity:{digest}"
 
 
 def affinity_pattern(namespace: str) -> str:
     """SCAN pattern of every affinity hash of a namespace (namespaces hold no glob characters)."""
-    return f"{PREFIX}:ns:{namespace}:affinity:*"
+    return f"{PREFIX}:ns:{{{namespace}}}:affinity:*"
 
 
 def result(job_id: str) -> str:

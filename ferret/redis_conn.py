@@ -9,25 +9,34 @@ Redis Sentinel: ``redis+sentinel://[user:password@]host:port[,host:port...]/serv
 service they watch; the client asks them for the current primary and asks
 again after a failover (redis-py's ``Sentinel``). The user and password are
 the primary's; ``?sentinel_password=...`` authenticates to the sentinels.
+
+Redis Cluster (the memory store only, ``backend.local.store_url``):
+``redis+cluster://[user:password@]host:port[,host:port...]`` names some of
+the cluster's nodes (``rediss+cluster://`` for TLS); redis-py's
+``RedisCluster`` learns the rest, routes each key to its shard and follows
+a failover (MOVED answers, topology refreshed on errors).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 import redis
 from redis.backoff import NoBackoff
+from redis.cluster import ClusterNode, RedisCluster
 from redis.connection import SSLConnection
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 from redis.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
-from ferret.errors import ConfigError
+from ferret.errors import ConfigError, RedisUnreachable
 from ferret.redis_retry import PatientRetry
 
 _SECRET_PARAMS = ("password", "pass", "passwd", "secret", "token", "sentinel_password")
 SENTINEL_SCHEMES = {"redis+sentinel": False, "rediss+sentinel": True}  # scheme -> TLS to the primary
+CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}  # scheme -> TLS
 
 
 @dataclass(frozen=True)
@@ -45,25 +54,36 @@ def is_sentinel_url(url: str) -> bool:
     return url.split("://", 1)[0].lower() in SENTINEL_SCHEMES
 
 
-def parse_sentinel_url(url: str) -> SentinelAddress:
-    """The parts of a ``redis+sentinel://`` URL; ``ConfigError`` naming what is wrong."""
-    shown = redacted(url)
+def _split(url: str) -> tuple[str, str | None, str | None, list[str], str, str]:
+    """scheme, user, password, host:port items, path, query of a multi-host URL."""
     scheme, _, rest = url.partition("://")
-    netloc, _, path_and_query = rest.partition("/")
-    path, _, query = path_and_query.partition("?")
+    rest, _, query = rest.partition("?")
+    netloc, _, path = rest.partition("/")
     credentials, _, hosts = netloc.rpartition("@")
     username, password = None, None
     if credentials:
         user, has_password, secret = credentials.partition(":")
         username, password = unquote(user) or None, unquote(secret) if has_password else None
-    sentinels = []
-    for item in filter(None, hosts.split(",")):
+    return scheme, username, password, list(filter(None, hosts.split(","))), path, query
+
+
+def _host_ports(shown: str, items: list[str], what: str) -> tuple[tuple[str, int], ...]:
+    found = []
+    for item in items:
         host, _, port = item.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(f"invalid redis URL {shown}: sentinel {item!r} is not host:port")
-        sentinels.append((host.strip("[]"), int(port)))
-    if not sentinels:
-        raise ConfigError(f"invalid redis URL {shown}: no sentinel host:port")
+            raise ConfigError(f"invalid redis URL {shown}: {what} {item!r} is not host:port")
+        found.append((host.strip("[]"), int(port)))
+    if not found:
+        raise ConfigError(f"invalid redis URL {shown}: no {what} host:port")
+    return tuple(found)
+
+
+def parse_sentinel_url(url: str) -> SentinelAddress:
+    """The parts of a ``redis+sentinel://`` URL; ``ConfigError`` naming what is wrong."""
+    shown = redacted(url)
+    scheme, username, password, items, path, query = _split(url)
+    sentinels = _host_ports(shown, items, "sentinel")
     service, _, db = path.partition("/")
     if not service:
         raise ConfigError(f"invalid redis URL {shown}: no service name (.../service_name[/db])")
@@ -73,8 +93,44 @@ def parse_sentinel_url(url: str) -> SentinelAddress:
     unknown = set(params) - {"sentinel_password"}
     if unknown:
         raise ConfigError(f"invalid redis URL {shown}: unknown parameter(s) {', '.join(sorted(unknown))}")
-    return SentinelAddress(tuple(sentinels), unquote(service), int(db or 0), username, password,
+    return SentinelAddress(sentinels, unquote(service), int(db or 0), username, password,
                            params.get("sentinel_password"), SENTINEL_SCHEMES[scheme.lower()])
+
+
+@dataclass(frozen=True)
+class ClusterAddress:
+    nodes: tuple[tuple[str, int], ...]
+    username: str | None = None
+    password: str | None = None
+    ssl: bool = False
+
+
+def is_cluster_url(url: str) -> bool:
+    return url.split("://", 1)[0].lower() in CLUSTER_SCHEMES
+
+
+def parse_cluster_url(url: str) -> ClusterAddress:
+    """The parts of a ``redis+cluster://`` URL; ``ConfigError`` naming what is wrong."""
+    shown = redacted(url)
+    scheme, username, password, items, path, query = _split(url)
+    nodes = _host_ports(shown, items, "cluster node")
+    if path.strip("/") not in ("", "0"):
+        raise ConfigError(f"invalid redis URL {shown}: a Redis Cluster has only db 0")
+    if query:
+        raise ConfigError(f"invalid redis URL {shown}: a cluster URL takes no parameters")
+    return ClusterAddress(nodes, username, password, CLUSTER_SCHEMES[scheme.lower()])
+
+
+def _cluster_client(url: str, **client: Any) -> RedisCluster:
+    """The cluster client; it asks a node for the slot map at once, so an
+    unreachable cluster is ``RedisUnreachable`` here, in one line."""
+    address = parse_cluster_url(url)
+    try:
+        return RedisCluster(startup_nodes=[ClusterNode(host, port) for host, port in address.nodes],
+                            username=address.username, password=address.password, ssl=address.ssl, **client)
+    except (RedisClusterException, redis.RedisError) as exc:
+        raise RedisUnreachable(f"cannot reach the Redis Cluster at {redacted(url)}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
 
 
 class _PrimaryFollowingConnection(SentinelManagedConnection):
@@ -128,6 +184,13 @@ def redacted(url: str) -> str:
 def url_of(client: redis.Redis) -> str:
     """A URL for the server ``client`` talks to, password included (for a child
     process; pass it through ``redacted`` to show it)."""
+    if isinstance(client, RedisCluster):
+        kwargs = client.nodes_manager.connection_kwargs
+        password = kwargs.get("password")
+        auth = f"{quote(kwargs.get('username') or '', safe='')}:{quote(password, safe='')}@" if password else ""
+        nodes = client.get_nodes() or list(client.nodes_manager.startup_nodes.values())
+        scheme = "rediss+cluster" if kwargs.get("ssl") else "redis+cluster"
+        return f"{scheme}://{auth}{','.join(f'{node.host}:{node.port}' for node in nodes)}"
     pool = client.connection_pool
     kwargs = pool.connection_kwargs
     password = kwargs.get("password")
@@ -159,8 +222,13 @@ def reason(error: redis.RedisError) -> str:
 def client_for(url: str) -> redis.Redis:
     """A client for ``url`` (raw bytes, as RQ needs), with health checks, that
     rides out a Redis restart (connection errors retried for about ten
-    seconds) and waits while Redis is out of memory (see ``ferret.redis_retry``)."""
+    seconds) and waits while Redis is out of memory (see ``ferret.redis_retry``).
+    A ``redis+cluster://`` URL gives a ``RedisCluster``, which has the commands
+    the memory store uses (keys of one namespace share a slot), not all of
+    ``redis.Redis``'s: only the store takes one (``ferret.store_conn``)."""
     try:
+        if is_cluster_url(url):
+            return cast(redis.Redis, _cluster_client(url, health_check_interval=30))
         if is_sentinel_url(url):
             return _sentinel_client(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
         return redis.Redis.from_url(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
@@ -171,8 +239,11 @@ def client_for(url: str) -> redis.Redis:
 def answers_at_once(url: str) -> bool:
     """One ping, no retries, one-second timeouts: does Redis answer right now?"""
     quick_options: dict[str, Any] = {"socket_connect_timeout": 1, "socket_timeout": 1, "retry": Retry(NoBackoff(), 0)}
-    quick = _sentinel_client(url, **quick_options) if is_sentinel_url(url) \
-        else redis.Redis.from_url(url, **quick_options)
+    if is_cluster_url(url):
+        quick: Any = _cluster_client(url, socket_connect_timeout=1, socket_timeout=1)
+    else:
+        quick = _sentinel_client(url, **quick_options) if is_sentinel_url(url) \
+            else redis.Redis.from_url(url, **quick_options)
     try:
         return bool(quick.ping())
     except redis.RedisError:

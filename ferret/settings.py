@@ -151,6 +151,15 @@ class LocalSettings(_Strict):
     snapshot_refresh_changes: int = Field(2_000, ge=1)
     # How long a job may wait for a big namespace's first index before it fails.
     build_wait_seconds: float = Field(1.5, ge=0, le=600)
+    # Where the memories live (unset: the queue Redis). Any Redis URL, including
+    # redis+sentinel://... and a Redis Cluster, redis+cluster://host:port[,host:port...]
+    # (see ferret.store_conn); queues, results and traces stay on redis.url.
+    store_url: str | None = None
+    # A memory write is acknowledged only once this many replicas of its shard have it
+    # (WAIT, at most store_replica_ack_timeout_ms; short of it the write fails
+    # "not replicated" and should be written again). 0: acknowledged by the primary alone.
+    store_min_replicas_acked: int = Field(0, ge=0, le=16)
+    store_replica_ack_timeout_ms: int = Field(1000, ge=1, le=60_000)
 
 
 class BackendSettings(_Strict):

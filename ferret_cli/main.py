@@ -61,6 +61,8 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, encoding: st
     line is reported, and the exit code is then 1.
     """
     from ferret.ingest import memory_batches
+    from ferret.key_migration import tag_store_keys
+    from ferret.store_conn import store_client
     from worker.backends.local import MemoryStore
     from worker.backends.writers import writer_for
 
@@ -74,8 +76,10 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, encoding: st
     stored = skipped = 0
     started = last_report = time.monotonic()
     with connected(ctx) as client:
+        store = store_client(settings, client)
         try:
-            writer = writer_for(settings, client, namespace)
+            tag_store_keys(store)
+            writer = writer_for(settings, store, namespace)
             if replace and isinstance(writer, MemoryStore):
                 writer.clear()
             for memories, errors in memory_batches(file, batch_size, encoding):
@@ -96,7 +100,7 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, encoding: st
             limit_malloc_arenas()
             if not quiet:
                 click.echo(f"ingest: building the index snapshot of {total:,} memories", err=True)
-            manifest = build_snapshot(client, namespace, settings.backend.local)
+            manifest = build_snapshot(store, namespace, settings.backend.local)
             click.echo(f"index snapshot stored: {manifest.memories:,} memories, "
                        f"{manifest.size / 1e6:.1f} MB", err=True)
     in_all = f" ({total} in all)" if total is not None else ""
@@ -111,11 +115,13 @@ def ingest(ctx: click.Context, file, namespace: str, replace: bool, encoding: st
 @click.pass_context
 def forget(ctx: click.Context, ids: tuple[str, ...], namespace: str) -> None:
     """Delete memories by id."""
+    from ferret.store_conn import store_client
     from worker.backends.writers import writer_for
 
+    settings = settings_of(ctx)
     with connected(ctx) as client:
         try:
-            removed = writer_for(settings_of(ctx), client, namespace).delete(ids)
+            removed = writer_for(settings, store_client(settings, client), namespace).delete(ids)
         except FerretError as exc:
             fail(exc)
     click.echo(f"deleted {removed} of {len(ids)} memories from namespace {namespace!r}")

@@ -30,6 +30,7 @@ from ferret.job_ids import job_id_for
 from ferret.replication import ReplicaWait
 from ferret.results import ResultStore
 from ferret.settings import Settings
+from ferret.store_conn import store_client
 from ferret.tracing import new_trace_id
 from rq_wing.producer_side import RQQueues, workers_serving
 
@@ -87,6 +88,7 @@ class Producer:
                                    settings.cache.max_entries, settings.service.ttls(), self.clock)
         self.queues = RQQueues(client, self.clock)
         self.replicas = ReplicaWait(client, settings.redis.min_replicas_acked, settings.redis.replica_ack_timeout_ms)
+        self.store = store_client(settings, client)  # where the namespaces' versions are
         self._fingerprint = answer_fingerprint(settings)
 
     def _deadline(self, request: RetrievalRequest) -> float:
@@ -132,7 +134,7 @@ class Producer:
                 self.client.set(claim, claimed, ex=ttl)
             elif self.results.exists(job_id):  # a final result outlived its claim: it is still the answer
                 return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
-        version = int(self.client.get(keys.memory_version(request.namespace)) or 0)
+        version = int(self.store.get(keys.memory_version(request.namespace)) or 0)
         if (request.request_id is None and request.queue == "prefetch" and self.settings.cache.coalesce
                 and request.options.cache):
             joined = self._coalesce(request, job_id, version, deadline)
@@ -166,7 +168,7 @@ class Producer:
         assert job.request is not None
         left = max(0.0, job.deadline_at - self.clock.time()) if job.deadline_at is not None \
             else self._deadline(job.request)
-        version = int(self.client.get(keys.memory_version(job.namespace)) or 0)
+        version = int(self.store.get(keys.memory_version(job.namespace)) or 0)
         self._put(job.request, job.job_id, left, version, job.trace_id)
         logger.warning("job %s was lost with no result (a Redis failover?): enqueued again", job.job_id)
 

@@ -30,6 +30,7 @@ from rq.worker import WorkerStatus
 
 from ferret.contract import QUEUES
 from ferret.errors import ConfigError
+from ferret.key_migration import tag_store_keys
 from ferret.redis_conn import redacted, url_of
 from ferret.settings import Settings
 from rq_wing.bookkeeping import CoalescedBookkeeping, OneTripJobStart
@@ -320,6 +321,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     if cls is None:
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = build_resources(settings, client)
+    tag_store_keys(context.memory_store)  # once per store: keys written before their hash tags
     if context.clock is not None:
         use_clock(context.clock)  # RQ's heartbeats and registry scores on Redis's clock too
     metrics = metrics or FerretMetrics()

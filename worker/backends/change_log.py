@@ -10,6 +10,12 @@ keeps its last ``change_log_length`` entries (``MAXLEN ~``).
 
 Entries are read as untrusted input: an entry that is not one of ours is
 reported as a gap, never applied.
+
+With ``replicas`` > 0 a write is acknowledged only once that many replicas
+of the server holding the namespace have it: the script and a ``WAIT`` go
+down one connection to that server (on a Redis Cluster, the primary of the
+namespace's slot), so the wait covers exactly this write. Too few in time:
+``WriteNotReplicated`` (the write is applied; writing it again is safe).
 """
 
 from __future__ import annotations
@@ -19,10 +25,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptError, ReadOnlyError, TryAgainError
 
 from ferret import keys
+from ferret.errors import BackendUnavailable, WriteNotReplicated
+from ferret.store_conn import is_cluster, node_for, refresh_topology
 
 OPS = ("upsert", "delete", "clear")
+# What a write sent to a shard's primary meets during a failover.
+_MOVED = (redis.ConnectionError, redis.TimeoutError, MovedError, AskError, ClusterDownError, TryAgainError,
+          ReadOnlyError)
 # Entries read per round trip while catching up.
 READ_BATCH = 1000
 
@@ -92,10 +104,13 @@ def parse_entry(entry_id: Any, fields: Any) -> Change | None:
 class ChangeLog:
     """Writes (with the store) and reads one namespace's changes."""
 
-    def __init__(self, client: redis.Redis, namespace: str, length: int = 10_000) -> None:
+    def __init__(self, client: redis.Redis, namespace: str, length: int = 10_000, replicas: int = 0,
+                 replica_timeout_ms: int = 1000) -> None:
         self.client = client
         self.namespace = namespace
         self.length = length
+        self.replicas = replicas
+        self.replica_timeout_ms = replica_timeout_ms
         self._write = client.register_script(_WRITE)
 
     def write(self, op: str, ids: list[str], values: list[str] | None = None,
@@ -111,8 +126,43 @@ class ChangeLog:
             args += ids
         keys_ = [keys.memories(self.namespace), keys.memory_version(self.namespace), keys.changes(self.namespace),
                  keys.embeddings(self.namespace)]
-        version, changed = self._write(keys=keys_, args=args)
+        if self.replicas <= 0:
+            version, changed = self._write(keys=keys_, args=args)
+            return int(version), int(changed)
+        return self._write_replicated(keys_, args)
+
+    def _write_replicated(self, keys_: list[str], args: list[Any]) -> tuple[int, int]:
+        """The script then ``WAIT``, on one connection to the namespace's primary.
+        On a cluster, an error that says the slot moved (a failover) refreshes the
+        topology and the write is tried once more."""
+        for attempt in (1, 2):
+            node = node_for(self.client, keys_[0])
+            try:
+                try:
+                    (version, changed), acked = self._send(node, keys_, args)
+                except NoScriptError:
+                    node.script_load(_WRITE)
+                    (version, changed), acked = self._send(node, keys_, args)
+                break
+            except _MOVED as exc:
+                if not is_cluster(self.client):
+                    raise
+                if attempt == 2:
+                    raise BackendUnavailable("local", f"the store's shard for namespace {self.namespace!r} "
+                                                      f"is not answering (a failover?): {exc}") from exc
+                refresh_topology(self.client)
+        if int(acked) < self.replicas:
+            raise WriteNotReplicated("local", f"namespace {self.namespace!r}: the write (version {version}) "
+                                              f"reached {acked} of {self.replicas} replicas within "
+                                              f"{self.replica_timeout_ms} ms; write it again")
         return int(version), int(changed)
+
+    def _send(self, node: redis.Redis, keys_: list[str], args: list[Any]) -> tuple[list[Any], int]:
+        with node.pipeline(transaction=False) as pipe:
+            pipe.evalsha(self._write.sha, len(keys_), *keys_, *args)
+            pipe.wait(self.replicas, self.replica_timeout_ms)
+            written, acked = pipe.execute()
+        return written, int(acked)
 
     def position(self) -> Position:
         """The store's version and the last entry, read together."""

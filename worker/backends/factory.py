@@ -27,10 +27,11 @@ class Backends(Protocol):
 
 
 def build_backends(settings: Settings, client: redis.Redis, index_root: Path | None = None) -> Backends:
-    """``index_root``: where the local backend's indexes live (a forked work horse
-    gets its parent's, so what one job built the next one finds). With the semantic
-    retriever on (local backend only: a Nous server's search has its own), the
-    embedder is made and its model loaded here."""
+    """``client``: the memory store's (``ferret.store_conn``). ``index_root``: where
+    the local backend's indexes live (a forked work horse gets its parent's, so
+    what one job built the next one finds). With the semantic retriever on
+    (local backend only: a Nous server's search has its own), the embedder is
+    made and its model loaded here."""
     if settings.backend.kind == "nous":
         if settings.semantic.enabled:
             logger.warning("semantic.enabled has no effect on the nous backend (its search has its own semantic "
@@ -40,5 +41,5 @@ def build_backends(settings: Settings, client: redis.Redis, index_root: Path | N
     warm = getattr(embedder, "warm", None)
     if warm is not None:
         warm()  # at start-up, before any fork (see worker.semantic.embedders)
-    return LocalBackends(client, settings.co_retrieval, settings.backend.local, index_root, settings.redis.url,
-                         embedder)
+    return LocalBackends(client, settings.co_retrieval, settings.backend.local, index_root,
+                         settings.backend.local.store_url or settings.redis.url, embedder)

@@ -77,10 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s index-builder %(message)s")
     limit_malloc_arenas()
     settings = load_settings()
-    if not settings.redis.url:
-        logger.error("the builder needs FERRET_REDIS__URL (its worker passes it)")
+    url = settings.backend.local.store_url or settings.redis.url
+    if not url:
+        logger.error("the builder needs FERRET_BACKEND__LOCAL__STORE_URL (its worker passes it)")
         return 2
-    client = client_for(settings.redis.url)
+    client = client_for(url)
     lock = keys.index_build_lock(args.namespace)
     done = threading.Event()
     renewer = threading.Thread(target=_renew_until, args=(client, lock, args.lock_token, done), daemon=True)

@@ -50,12 +50,13 @@ class MemoryStore:
     """Add, update, delete and list a namespace's memories in Redis."""
 
     def __init__(self, client: redis.Redis, namespace: str, change_log_length: int = 10_000,
-                 embedder: Embedder | None = None) -> None:
+                 embedder: Embedder | None = None, replicas: int = 0, replica_timeout_ms: int = 1000) -> None:
         """``embedder``: the semantic retriever's; every memory written is embedded with it
-        and its embedding kept with it, in the same write."""
+        and its embedding kept with it, in the same write. ``replicas``: a write returns
+        once that many replicas have it (see ``worker.backends.change_log``)."""
         self.client = client
         self.namespace = namespace
-        self.log = ChangeLog(client, namespace, change_log_length)
+        self.log = ChangeLog(client, namespace, change_log_length, replicas, replica_timeout_ms)
         self.embedder = embedder
 
     def upsert(self, memories: Iterable[Memory]) -> int:
@@ -206,14 +207,16 @@ class LocalBackends:
 
     def __init__(self, client: redis.Redis, co_retrieval: CoRetrievalSettings | None = None,
                  local: LocalSettings | None = None, index_root: Path | None = None,
-                 redis_url: str | None = None, embedder: Embedder | None = None) -> None:
+                 store_url: str | None = None, embedder: Embedder | None = None) -> None:
+        """``client`` and ``store_url``: the memory store's (a builder process is
+        given the URL)."""
         self.client = client
         self.embedder = embedder
         self.local = local or LocalSettings()
         self._owns_root = index_root is None
         self.index_root = index_root or default_index_root(self.local)
         self.registry = IndexRegistry(client, self.local, self.index_root,
-                                      {"FERRET_REDIS__URL": redis_url or url_of(client)})
+                                      {"FERRET_BACKEND__LOCAL__STORE_URL": store_url or url_of(client)})
         settings = co_retrieval or CoRetrievalSettings()
         self.affinity_weight = settings.affinity_weight if settings.enabled else 0.0
         self.affinity_seeds = settings.affinity_seeds

@@ -83,7 +83,10 @@ class NousWriter:
         self._nous.close()
 
 
-def writer_for(settings: Settings, client: redis.Redis, namespace: str) -> MemoryWriter:
+def writer_for(settings: Settings, store: redis.Redis, namespace: str) -> MemoryWriter:
+    """``store``: the memory store's client (``ferret.store_conn.store_client``)."""
     if settings.backend.kind == "nous":
-        return NousWriter(settings, client, namespace)
-    return MemoryStore(client, namespace, embedder=embedder_for(settings.semantic))
+        return NousWriter(settings, store, namespace)
+    local = settings.backend.local
+    return MemoryStore(store, namespace, local.change_log_length, embedder_for(settings.semantic),
+                       local.store_min_replicas_acked, local.store_replica_ack_timeout_ms)

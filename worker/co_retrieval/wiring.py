@@ -20,6 +20,6 @@ def co_retrieval_applier(context: WorkerResources, metrics: FerretMetrics) -> Co
             return strengthen_edges(backend, groups, amount, settings.timeout_seconds)
     else:
         def strengthen(namespace: str, groups: list[list[str]], amount: float) -> int:
-            return RedisAffinity(context.client, namespace).strengthen(groups, amount)
+            return RedisAffinity(context.memory_store, namespace).strengthen(groups, amount)
     return CoRetrievalApplier(strengthen, settings.max_group_size, settings.max_pending,
                               metrics.observe_co_retrieval)

@@ -16,6 +16,7 @@ from ferret.errors import AgentFailed
 from ferret.replication import ReplicaWait
 from ferret.results import ResultStore
 from ferret.settings import Settings
+from ferret.store_conn import store_client
 from worker.backends.factory import Backends, build_backends
 from worker.llm.chat import ChatClient
 from worker.llm.reranker import LLMScorer
@@ -33,6 +34,11 @@ class WorkerResources:
     fingerprint: str = ""  # what decides an answer besides request and memories (ferret.cache)
     index_root: Path | None = None  # the local backend's index directory (a work horse shares its parent's)
     clock: RedisClock | None = None  # Redis's clock: every time compared with another host's (ferret.clock)
+    store: redis.Redis | None = None  # the memory store's client (ferret.store_conn); None: ``client``
+
+    @property
+    def memory_store(self) -> redis.Redis:
+        return self.store if self.store is not None else self.client
 
     def now(self) -> float:
         """Epoch seconds on Redis's clock."""
@@ -44,7 +50,7 @@ class WorkerResources:
 
     def for_this_process(self, client: redis.Redis | None = None) -> WorkerResources:
         """These resources, or new ones from the same settings in a forked child
-        (clients and HTTP pools do not survive a fork; settings must: a work
+        (clients, the store's included, and HTTP pools do not survive a fork; settings must: a work
         horse of ``ferret --config FILE worker`` runs with FILE's settings)."""
         if self.pid == os.getpid():
             return self
@@ -57,7 +63,8 @@ class WorkerResources:
 def build_resources(settings: Settings, client: redis.Redis, index_root: Path | None = None,
                     clock: RedisClock | None = None, replicas: ReplicaWait | None = None) -> WorkerResources:
     """Build the per-process clients; called at worker start-up (and in a forked child)."""
-    backends = build_backends(settings, client, index_root)
+    store = store_client(settings, client)
+    backends = build_backends(settings, store, index_root)
     clock = clock or RedisClock(client)
     return WorkerResources(
         settings=settings,
@@ -74,4 +81,5 @@ def build_resources(settings: Settings, client: redis.Redis, index_root: Path | 
         fingerprint=answer_fingerprint(settings),
         index_root=getattr(backends, "index_root", None),
         clock=clock,
+        store=store,
     )

@@ -2,8 +2,9 @@ import pytest
 import redis
 from redis.sentinel import MasterNotFoundError
 
-from ferret.errors import ConfigError
-from ferret.redis_conn import client_for, parse_sentinel_url, reason, redacted
+from ferret.errors import ConfigError, RedisUnreachable
+from ferret.redis_conn import client_for, parse_cluster_url, parse_sentinel_url, reason, redacted
+from tests.conftest import free_port
 
 
 @pytest.mark.parametrize(("url", "shown"), [
@@ -53,3 +54,28 @@ def test_no_primary_found_is_said_in_a_line_not_as_the_sentinels_repr():
     error = MasterNotFoundError("No master found for 'ferret' : <redis.client.Redis(<ConnectionPool(...password=x)>)>")
     assert reason(error) == "no sentinel named a primary for service 'ferret' (none answered, or none knows it)"
     assert reason(redis.ConnectionError("refused")) == "refused"
+
+
+def test_a_cluster_url_names_its_nodes_and_is_redacted():
+    address = parse_cluster_url("rediss+cluster://app:p%40ss@10.0.0.1:7000,[::1]:7001")
+    assert address.nodes == (("10.0.0.1", 7000), ("::1", 7001))
+    assert (address.username, address.password, address.ssl) == ("app", "p@ss", True)
+    assert redacted("redis+cluster://:secret@h1:7000,h2:7001") == "redis+cluster://:***@h1:7000,h2:7001"
+
+
+@pytest.mark.parametrize(("url", "names"), [
+    ("redis+cluster://", "no cluster node"),
+    ("redis+cluster://:secret@h1", "not host:port"),
+    ("redis+cluster://:secret@h1:7000/3", "only db 0"),
+    ("redis+cluster://:secret@h1:7000?socket_timeout=1", "no parameters"),
+])
+def test_a_bad_cluster_url_says_what_is_wrong_without_the_password(url, names):
+    with pytest.raises(ConfigError, match=names) as caught:
+        client_for(url)
+    assert "secret" not in str(caught.value)
+
+
+def test_an_unreachable_cluster_is_one_line_without_the_password():
+    with pytest.raises(RedisUnreachable, match="cannot reach the Redis Cluster at") as caught:
+        client_for(f"redis+cluster://:secret@127.0.0.1:{free_port()}")
+    assert "secret" not in str(caught.value) and "\n" not in str(caught.value)
