@@ -28,7 +28,7 @@ def redis_cli_binary() -> str:
     return str(REDIS_CLI_PATH)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     """A free port whose cluster bus port (port + 10000) is free too."""
     while True:
         with socket.socket() as sock:
@@ -52,7 +52,7 @@ class RedisClusterSet:
         self.directory = directory
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         self.node_timeout_ms = node_timeout_ms
-        self.ports = [_free_port() for _ in range(primaries * 2)]
+        self.ports = [free_port() for _ in range(primaries * 2)]
         try:
             for port in self.ports:
                 self._start(port)

@@ -6,11 +6,14 @@ wrapping redis-py's ``Connection.send_packed_command``, in a worker that
 runs in this process (``SimpleWorker``, burst mode, fast-path jobs on the
 local backend). Fixed costs (start-up, the last empty dequeue, shut-down)
 cancel out: the figure is the difference between a run of ``2n`` jobs and
-a run of ``n`` jobs, divided by ``n``.
+a run of ``n`` jobs, divided by ``n``. The same difference of the
+redis-server's own CPU time (``/proc/<pid>/stat``, enqueue and run) gives
+what a job costs Redis, so what one Redis core can carry.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,30 +46,42 @@ def _counting() -> Iterator[list[int]]:
         AbstractConnection.send_packed_command = original  # type: ignore[method-assign]
 
 
-def _round_trips(url: str, jobs: int, lean: bool) -> int:
+def _cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _round_trips(url: str, jobs: int, lean: bool, server_pid: int) -> tuple[int, float]:
+    """Round trips the worker made, and the Redis server's CPU seconds for enqueue and run."""
     client = redis.Redis.from_url(url)
     client.flushdb()
     MemoryStore(client, "bench").upsert(sample_memories())
     settings = load_settings(environ={"FERRET_REDIS__URL": url, "FERRET_CACHE__ENABLED": "false",
                                       "FERRET_SERVICE__LEAN_BOOKKEEPING": str(lean).lower()})
     producer = Producer(client, settings)
+    cpu_before = _cpu_seconds(server_pid)
     for number in range(jobs):
         producer.enqueue({"query": f"funding squeeze playbook {number}", "namespace": "bench"})
     worker = build_worker(client, settings, worker_class="simple")
     with _counting() as sent:
         worker.work(burst=True, logging_level="WARNING", with_scheduler=False)
-    return sent[0]
+    return sent[0], _cpu_seconds(server_pid) - cpu_before
 
 
 def measure(jobs: int = 100) -> dict[str, float]:
-    """Round trips per job, stock RQ and lean, on a private redis-server."""
+    """Round trips per job, stock RQ and lean, and the Redis CPU a job costs
+    (microseconds), on a private redis-server."""
     with tempfile.TemporaryDirectory(prefix="ferret-rt-") as home:
         server = private_redis(Path(home))
+        assert server.process is not None
         try:
             figures = {}
             for name, lean in (("stock", False), ("lean", True)):
-                small, large = _round_trips(server.url, jobs, lean), _round_trips(server.url, 2 * jobs, lean)
+                (small, small_cpu), (large, large_cpu) = (_round_trips(server.url, count, lean, server.process.pid)
+                                                          for count in (jobs, 2 * jobs))
                 figures[name] = round((large - small) / jobs, 2)
+                figures[f"{name}_redis_cpu_us"] = round((large_cpu - small_cpu) / jobs * 1e6, 1)
             return figures
         finally:
             server.stop()

@@ -141,7 +141,8 @@ def round_trips(jobs: int) -> None:
 
     figures = measure(jobs)
     click.echo(f"Redis round trips per job (SimpleWorker, rq {rq_version()}): stock {figures['stock']}, "
-               f"lean {figures['lean']}")
+               f"lean {figures['lean']}; Redis CPU per job (enqueue and run): stock "
+               f"{figures['stock_redis_cpu_us']} us, lean {figures['lean_redis_cpu_us']} us")
     click.echo(json.dumps(figures))
 
 
@@ -174,6 +175,23 @@ def scale(sizes: str, tenants: str, bound_mb: int, queries: int, writes: int, ou
             raise click.BadParameter("TxM, e.g. 1000x500", param_hint="--tenants") from None
         pair = (count, each)
     run(_sizes(sizes), pair, bound_mb, queries, writes, out_dir / "scale.json")
+
+
+@bench.command()
+@click.option("--tenants", default="1000x500", show_default=True, help="TxM: T namespaces of M memories on each store.")
+@click.option("--cycles", default=25, show_default=True, help="Write-then-query cycles per side per round.")
+@click.option("--rounds", default=8, show_default=True, help="Rounds, cluster and single Redis alternated.")
+@click.option("--warm-tenants", default=100, show_default=True, help="Tenants the cycles pick from (warmed first).")
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+def cluster(tenants: str, cycles: int, rounds: int, warm_tenants: int, out_dir: Path) -> None:
+    """The memory store on a real Redis Cluster against one Redis: spread, write-then-query, failover."""
+    from benchmarks.cluster_store import run
+    try:
+        count, each = (int(part) for part in tenants.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter("TxM, e.g. 1000x500", param_hint="--tenants") from None
+    run(count, each, cycles, rounds, warm_tenants, out_dir / "cluster.json",
+        log=lambda line: click.echo(line, err=True))
 
 
 def rq_version() -> str:

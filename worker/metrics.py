@@ -16,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ import redis
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+from rq.utils import utcparse
 
 from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
 from ferret.stats import REFUSAL_REASONS, JobStats
@@ -64,26 +67,52 @@ class IndexBytesCollector(Collector):
                                 "(memory-mapped when open); bounded by backend.local.index_memory_mb.", value=total)
 
 
-class QueueDepthCollector(Collector):
-    """Reads queue lengths from Redis at scrape time."""
+def _enqueued_at(raw: object) -> float | None:
+    """An RQ job's ``enqueued_at`` as epoch seconds; None when it is not one (Redis is untrusted)."""
+    try:
+        text = raw.decode() if isinstance(raw, bytes) else str(raw)
+        return utcparse(text).replace(tzinfo=UTC).timestamp()
+    except (ValueError, UnicodeDecodeError, OverflowError):
+        return None
 
-    def __init__(self, client: redis.Redis, queues: Sequence[str] = QUEUES) -> None:
+
+class QueueDepthCollector(Collector):
+    """Reads queue lengths, and how long each queue's oldest job has waited, from
+    Redis at scrape time (two round trips): the two signals to scale workers on."""
+
+    def __init__(self, client: redis.Redis, queues: Sequence[str] = QUEUES,
+                 now: Callable[[], float] = time.time) -> None:
+        """``now``: Redis's clock (``ferret.clock``), on which RQ stamps ``enqueued_at``."""
         self.client = client
         self.queues = queues
+        self.now = now
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily("ferret_queue_depth", "Jobs waiting in each queue.", labels=["queue"])
+        oldest = GaugeMetricFamily("ferret_queue_oldest_wait_seconds",
+                                   "How long the job at the head of each queue has waited (0: empty).",
+                                   labels=["queue"])
         try:
             with self.client.pipeline(transaction=False) as pipe:
                 for queue in self.queues:
                     pipe.llen(f"rq:queue:{queue}")
-                lengths = pipe.execute()
+                    pipe.lindex(f"rq:queue:{queue}", 0)
+                answers = pipe.execute()
+            lengths, heads = answers[0::2], answers[1::2]
+            with self.client.pipeline(transaction=False) as pipe:
+                for head in heads:
+                    pipe.hget(b"rq:job:" + (head if isinstance(head, bytes) else str(head).encode()), "enqueued_at")
+                stamps = pipe.execute()
         except redis.RedisError as exc:
             logger.warning("queue depth unavailable: %s", exc)
             return
-        for queue, length in zip(self.queues, lengths, strict=True):
+        now = self.now()
+        for queue, length, head, stamp in zip(self.queues, lengths, heads, stamps, strict=True):
             family.add_metric([queue], float(length))
+            enqueued = _enqueued_at(stamp) if head is not None and stamp is not None else None
+            oldest.add_metric([queue], max(0.0, now - enqueued) if enqueued is not None else 0.0)
         yield family
+        yield oldest
 
 
 class FerretMetrics:
@@ -194,8 +223,8 @@ class FerretMetrics:
         self.co_retrieval.labels(outcome).inc()
         self.co_retrieval_links.inc(links)
 
-    def watch_queues(self, client: redis.Redis) -> None:
-        self.registry.register(QueueDepthCollector(client))
+    def watch_queues(self, client: redis.Redis, now: Callable[[], float] = time.time) -> None:
+        self.registry.register(QueueDepthCollector(client, now=now))
 
     def watch_indexes(self, root: Path) -> None:
         self.registry.register(IndexBytesCollector(root))

@@ -91,3 +91,25 @@ def test_counts_are_exact(worker_class, producer, sample_namespace, start_worker
     assert value("ferret_queue_depth", queue="prefetch") == 0
     assert value("ferret_worker_busy") == 0
     assert value("ferret_queue_wait_seconds_count", queue="batch") == sum(r.queue == "batch" for r in results)
+
+
+def test_the_oldest_waiting_job_is_measured_on_redis_clock_and_hostile_heads_read_as_zero(redis_client, producer):
+    from ferret.clock import RedisClock
+    from worker.metrics import QueueDepthCollector
+
+    collector = QueueDepthCollector(redis_client, now=RedisClock(redis_client).time)
+
+    def oldest() -> dict[str, float]:
+        families = {f.name: f for f in collector.collect()}
+        return {s.labels["queue"]: s.value for s in families["ferret_queue_oldest_wait_seconds"].samples}
+
+    assert oldest() == {"prefetch": 0.0, "batch": 0.0}  # empty queues
+    producer.enqueue({"query": "BTC thesis", "namespace": "sample", "queue": "batch"})
+    time.sleep(0.5)
+    producer.enqueue({"query": "BTC thesis again", "namespace": "sample", "queue": "batch"})
+    waited = oldest()
+    assert 0.5 <= waited["batch"] < 5 and waited["prefetch"] == 0.0, waited  # the head: the first one
+    redis_client.lpush("rq:queue:prefetch", "no-such-job")
+    redis_client.lpush("rq:queue:batch", "planted")
+    redis_client.hset("rq:job:planted", "enqueued_at", "not a time \xff")
+    assert oldest() == {"prefetch": 0.0, "batch": 0.0}
