@@ -278,21 +278,26 @@ class IndexRegistry:
     # -- following the change log ----------------------------------------------------------
     def _catch_up(self, entry: _Entry) -> int:
         """Apply every change after the entry's version, in order, each once; the number applied.
-        Entries that are not ours are skipped: versions must still follow on, else it is a gap."""
+        Entries that are not ours are skipped: versions must still follow on, else it is a gap.
+        A store that went back (a failover lost writes this index applied: the store's version
+        is below the index's, or entries after the index's one reuse its versions) is a gap too."""
         assert entry.index is not None
         log = ChangeLog(self.client, entry.namespace)
         applied = 0
         while True:
             version, changes = log.after(entry.position)
-            if version <= entry.position.version:
+            rewritten = any(c is not None and c.version <= entry.position.version for c in changes)
+            if version < entry.position.version or rewritten:
+                logger.warning("namespace=%s the store is behind this index (a failover lost writes it "
+                               "applied)", entry.namespace)
+                raise _Gap()
+            if version == entry.position.version:
                 break
             run = []
             expected = entry.position.version + 1
             for change in changes:
                 if change is None:
                     logger.warning("namespace=%s change-log entry not ours; skipped", entry.namespace)
-                    continue
-                if change.version < expected:
                     continue
                 if change.version != expected:
                     raise _Gap()

@@ -117,6 +117,31 @@ def test_a_gap_in_the_change_log_reloads_instead_of_missing_writes(client, tmp_p
     assert backends.registry.builds == 2
 
 
+def _lose_last_write(client, namespace, memory_id):
+    """What a failover does to a write that had not reached the promoted replica."""
+    last = client.xrevrange(keys.changes(namespace), count=1)[0][0]
+    client.xdel(keys.changes(namespace), last)
+    client.decr(keys.memory_version(namespace))
+    client.hdel(keys.memories(namespace), memory_id)
+
+
+@pytest.mark.parametrize("lost_then_written", [0, 1, 2])
+def test_a_failover_that_lost_a_write_the_index_applied_reloads_the_index(client, tmp_path, lost_then_written):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="bitcoin")])
+    backends = _backends(client, tmp_path)
+    backends.for_namespace("ns")
+    store.upsert([Memory(id="lost", content_title="bitcoin")])
+    assert _ids(backends.for_namespace("ns")) == {"a", "lost"}  # applied by the index
+    _lose_last_write(client, "ns", "lost")
+    written = [Memory(id=f"after{i}", content_title="bitcoin") for i in range(lost_then_written)]
+    store.upsert(written)  # the new primary's versions reuse the lost one's number
+    backend = backends.for_namespace("ns")
+    assert _ids(backend) == {"a", *(m.id for m in written)}
+    assert {h.id for h in backend.search("bitcoin", 10, NONE)} == {"a", *(m.id for m in written)}
+    assert backends.registry.builds == 2, "the index that applied the lost write was loaded afresh"
+
+
 def test_a_hostile_change_log_entry_is_skipped_not_applied(client, tmp_path):
     store = MemoryStore(client, "ns")
     store.upsert([Memory(id="a", content_title="bitcoin")])
