@@ -18,7 +18,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,6 @@ import redis
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from rq.utils import utcparse
 
 from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
 from ferret.stats import REFUSAL_REASONS, JobStats
@@ -71,7 +70,8 @@ def _enqueued_at(raw: object) -> float | None:
     """An RQ job's ``enqueued_at`` as epoch seconds; None when it is not one (Redis is untrusted)."""
     try:
         text = raw.decode() if isinstance(raw, bytes) else str(raw)
-        return utcparse(text).replace(tzinfo=UTC).timestamp()
+        stamp = datetime.fromisoformat(text)  # RQ writes "%Y-%m-%dT%H:%M:%S.%fZ", UTC
+        return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
     except (ValueError, UnicodeDecodeError, OverflowError):
         return None
 
