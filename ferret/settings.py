@@ -239,6 +239,17 @@ class LimitSettings(_Strict):
     max_deadline_seconds: float = Field(86_400.0, gt=0)
     max_trace_spans: int = Field(500, ge=10)
     max_result_bytes: int = Field(2_000_000, ge=10_000)
+    # A job's data as RQ stores it (zlib) may inflate to at most this; past it the job is refused
+    # (a zlib bomb costs a worker at most this). Unset: from the limits above (at least 1 MiB).
+    max_job_data_bytes: int | None = Field(None, ge=10_000, le=1_000_000_000)
+
+    def job_data_cap(self) -> int:
+        """``max_job_data_bytes``, else room for the largest request the limits allow, each
+        character escaped by JSON at its longest (12 bytes: a surrogate pair), and 64 KiB more."""
+        if self.max_job_data_bytes is not None:
+            return self.max_job_data_bytes
+        characters = self.max_query_chars + self.max_history_turns * self.max_history_turn_chars
+        return max(1024 * 1024, 12 * characters + 64 * 1024)
 
 
 class CacheSettings(_Strict):

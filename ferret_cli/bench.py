@@ -194,6 +194,22 @@ def cluster(tenants: str, cycles: int, rounds: int, warm_tenants: int, out_dir: 
         log=lambda line: click.echo(line, err=True))
 
 
+@bench.command()
+@click.option("--cap", default=None, type=int, help="limits.max_job_data_bytes (default: the configured cap).")
+@click.pass_context
+def bomb(ctx: click.Context, cap: int | None) -> None:
+    """A 512 MiB zlib bomb in a job hash: time and peak RSS of a worker's intake, bounded and RQ's own."""
+    from benchmarks.bomb import run
+    from ferret_cli.options import settings_of
+
+    report = run(cap or settings_of(ctx).limits.job_data_cap())
+    for kind in ("bounded", "rq"):
+        row = report[kind]
+        click.echo(f"{kind}: {row['verdict']} in {row['ms']} ms, peak RSS +{row['peak_growth_mb']} MB "
+                   f"{row['message']}".rstrip())
+    click.echo(json.dumps(report))
+
+
 def rq_version() -> str:
     from importlib.metadata import version
 

@@ -35,6 +35,7 @@ from rq.utils import get_version
 
 from ferret.contract import JOB_FUNCTION
 from rq_wing.bookkeeping import LeanQueue
+from rq_wing.bounded_job import JobDataTooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +178,8 @@ def take_entry(job_cls: type[Job], raw: bytes | str, queue: Queue, connection: R
         return None, Refusal("no_job_hash", missing, queue.name, job_id)
     except NOT_THE_ENTRY:
         raise
+    except JobDataTooLarge as exc:  # a zlib bomb, stopped at the cap (rq_wing.bounded_job)
+        return None, Refusal("data_too_large", str(exc), queue.name, job_id)
     except Exception as exc:  # a field RQ cannot parse (a date, a status, a number, bytes)
         if (stop := _stop_inside(exc)) is not None:
             raise stop from None

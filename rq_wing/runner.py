@@ -34,6 +34,7 @@ from ferret.key_migration import tag_store_keys
 from ferret.redis_conn import redacted, url_of
 from ferret.settings import Settings
 from rq_wing.bookkeeping import CoalescedBookkeeping, OneTripJobStart
+from rq_wing.bounded_job import bounded_job_class
 from rq_wing.clock import rq_now as utc_now
 from rq_wing.clock import use_clock
 from rq_wing.entry import report_of
@@ -331,10 +332,11 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
         _refused(context, metrics, observers, refusal)
 
     queue_class = guarded_queue_class(on_refused, lean)
+    job_class = bounded_job_class(settings.limits.job_data_cap())  # a job's data inflated under a cap
     worker = cls(
-        [queue_class(q, connection=client, serializer=JSONSerializer) for q in ordered],
+        [queue_class(q, connection=client, serializer=JSONSerializer, job_class=job_class) for q in ordered],
         connection=client, serializer=JSONSerializer, name=name, queue_class=queue_class,
-        job_class=Job,
+        job_class=job_class,
         worker_ttl=settings.service.worker_ttl_seconds, job_monitoring_interval=JOB_MONITORING_SECONDS,
         maintenance_interval=settings.service.maintenance_interval_seconds,
     )

@@ -228,3 +228,34 @@ def test_hostile_registry_entries_neither_run_nor_stop_maintenance(producer, sam
     assert redis_client.llen(queue.intermediate_queue_key) == 0
     counts = refused_counts(port)
     assert counts["bad_id"] == 4 and counts["not_ferret_job"] == 2
+
+
+def _bomb(size: int) -> bytes:
+    """``size`` bytes of spaces, zlib-compressed (about a thousandth of that)."""
+    inflater = zlib.compressobj(9)
+    chunk = b" " * (1024 * 1024)
+    return b"".join(inflater.compress(chunk) for _ in range(size // len(chunk))) + inflater.flush()
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):  # the peak
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_a_zlib_bomb_is_refused_at_the_cap(producer, sample_namespace, serve, redis_client):
+    job_id = job_id_for("sample", "bomb")
+    bomb = _bomb(512 * 1024 * 1024)
+    assert len(bomb) < 600_000
+    _hash(redis_client, job_id, data=bomb)
+    proc, port = serve()
+    next_job_is_ok(producer, proc)
+    peak = _rss_mb(proc.pid)
+    redis_client.rpush("rq:queue:prefetch", job_id)
+    deadline = time.monotonic() + 20
+    while refused_counts(port).get("data_too_large", 0) < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert refused_counts(port)["data_too_large"] == 1
+    next_job_is_ok(producer, proc)
+    assert _rss_mb(proc.pid) - peak < 200, "the worker inflated the bomb"  # 512 MiB if it had
