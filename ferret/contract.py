@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
 from ferret.errors import InvalidRequest
-from ferret.records import Filters, encodable_text
+from ferret.records import Filters, encodable_text, without_control_characters
 from ferret.settings import LimitSettings
 from ferret.stats import JobStats
 
@@ -26,7 +26,6 @@ QUEUES: tuple[str, ...] = ("prefetch", "batch")
 
 NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # fullmatch: "$" would let a trailing newline in
 REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
-_BAD_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class RetrievalOptions(BaseModel):
@@ -41,9 +40,7 @@ class RetrievalOptions(BaseModel):
 
 
 def _clean_text(value: str) -> str:
-    if _BAD_CONTROL.search(value):
-        raise ValueError("must not contain NUL or control characters")
-    return encodable_text(value)
+    return encodable_text(without_control_characters(value))
 
 
 class Turn(BaseModel):

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ferret.errors import InvalidMemory
 from ferret.json_input import parse_object
-from ferret.records import Memory
+from ferret.records import Memory, without_control_characters
 
 MAX_LINE_BYTES = 1_000_000
 
@@ -35,11 +35,20 @@ def parse_memory(text: str) -> Memory:
         raise InvalidMemory("line", "contains a NUL byte")
     data = parse_object(text, "line", InvalidMemory)
     try:
-        return Memory.model_validate(data)
+        memory = Memory.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "memory"
         raise InvalidMemory(field, err["msg"].removeprefix("Value error, ")) from None
+    for field, value in memory.model_dump(exclude_none=True).items():  # queries' rule (ferret.records)
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if not isinstance(item, str):
+                continue
+            try:
+                without_control_characters(item)
+            except ValueError as exc:
+                raise InvalidMemory(field, str(exc)) from None
+    return memory
 
 
 def parse_memory_lines(lines: Iterable[str]) -> tuple[list[Memory], list[LineError]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -22,6 +23,27 @@ class Section(enum.StrEnum):
     SIGNALS = "SIGNALS"
     KNOWLEDGE = "KNOWLEDGE"
     PROCEDURAL = "PROCEDURAL"
+
+
+# One rule for text from users (queries, history, memories): no C0 control character but tab,
+# newline and carriage return, no DEL, no C1 control (U+0080-U+009F; U+009B is a CSI on some
+# terminals). ESC, BEL or NUL in text would reach an operator's terminal (ESC [ 31 m recolours
+# it, OSC sequences retitle it); what Ferret prints from Redis or a backend is escaped too.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def without_control_characters(value: str) -> str:
+    """``value``, else ValueError naming the first control character and where it is."""
+    found = CONTROL_CHARACTERS.search(value)
+    if found is not None:
+        raise ValueError(f"must not contain control characters (ESC, BEL, NUL and the like; tab and newline "
+                         f"are fine): U+{ord(found.group()):04X} at character {found.start()}")
+    return value
+
+
+def visible(value: str) -> str:
+    """``value`` with every control character shown as an escape (``\\x1b``), for a terminal."""
+    return CONTROL_CHARACTERS.sub(lambda found: f"\\x{ord(found.group()):02x}", value)
 
 
 def encodable_text(value: str) -> str:

@@ -178,6 +178,6 @@ def _show(producer: Producer, jobs, results, elapsed: float) -> None:
     if first is not None:
         click.echo(f"\n--- {jobs[0][1]}\n")
         render.show(render.results_table(first), "", render.stats_block(first))
-        click.echo("\ncontext to inject:\n" + first.context)
+        click.echo("\ncontext to inject:\n" + render.visible(first.context))
         click.echo()
         render.show(render.waterfall(producer.trace(first.job_id)))

@@ -14,6 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from ferret.records import visible
+
 if TYPE_CHECKING:
     from ferret.contract import RetrievalResult
 
@@ -26,7 +28,8 @@ def console(stderr: bool = False) -> Console:
     with NO_COLOR), a fixed width into pipes so nothing is cut there."""
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() or os.environ.get("COLUMNS") else _PIPE_WIDTH
-    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+    # No markup: text from Redis or a backend ("[red]...") is never read as rich markup.
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False, markup=False)
 
 
 def show(*renderables: RenderableType) -> None:
@@ -44,8 +47,8 @@ def results_table(result: RetrievalResult) -> Table:
     table.add_column("sq", justify="right")
     table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=70)
     for rank, item in enumerate(result.results, 1):
-        table.add_row(str(rank), f"{item.score:.3f}", f"{item.original_score:.3f}", item.section,
-                      str(item.sub_query), " ".join((item.title or item.preview).split()))
+        table.add_row(str(rank), f"{item.score:.3f}", f"{item.original_score:.3f}", visible(item.section),
+                      str(item.sub_query), visible(" ".join((item.title or item.preview).split())))
     if not result.results:
         table.add_row("", "", "", "", "", "(no results)")
     return table
@@ -57,7 +60,7 @@ def stats_block(result: RetrievalResult) -> Table:
     grid.add_column(overflow="fold")
     status = Text(result.status, style="green" if result.status in ("ok", "partial") else "red")
     if result.error:
-        status.append(f"  error: {result.error}", style="red")
+        status.append(f"  error: {visible(result.error)}", style="red")
     grid.add_row("status", status)
     s = result.stats
     if not s.to_json():
@@ -65,7 +68,7 @@ def stats_block(result: RetrievalResult) -> Table:
     grid.add_row("route", f"{s.route} (complexity {s.complexity_score})  type: {s.query_type}  disqualifiers: "
                  f"{','.join(s.disqualifiers or []) or '-'}  intents: {','.join(s.intents or []) or '-'}")
     grid.add_row("decomposed", f"{s.was_decomposed} ({s.decomposition_strategy})  sub-queries: "
-                 f"{' | '.join(s.sub_queries or [])}")
+                 f"{visible(' | '.join(s.sub_queries or []))}")
     grid.add_row("retries", f"{s.retries}  replacements: {s.replacements_successful}/{s.replacements_attempted}"
                  f"  cache hit: {bool(s.cache_hit)}  re-rank: {s.rerank or 'off'}  context tokens: {s.context_tokens}")
     grid.add_row("stage ms", "  ".join(f"{k} {v:.2f}" for k, v in (s.stage_ms or {}).items()))
@@ -77,8 +80,8 @@ def stats_block(result: RetrievalResult) -> Table:
                      f"  LLM calls {a.get('llm_calls', 0)}  backtracked {a.get('backtracked', False)}"
                      f"  reflection concluded {a.get('reflection_concluded', False)}"
                      f"  forced {a.get('forced_conclusion', False)}"
-                     + (f"  reason: {a['reason']}" if a.get("reason") else "")
-                     + (f"  asks: {a['clarification']}" if a.get("clarification") else ""))
+                     + (f"  reason: {visible(str(a['reason']))}" if a.get("reason") else "")
+                     + (f"  asks: {visible(str(a['clarification']))}" if a.get("clarification") else ""))
     return grid
 
 
@@ -104,14 +107,14 @@ def waterfall(trace: dict[str, Any]) -> RenderableType:
     total = max(max(s["end_time_unix_nano"] for s in spans) - start, 1)
     depths = _depths(spans)
     table = Table(box=None, pad_edge=False, show_header=False,
-                  title=f"trace {trace.get('trace_id')}  total {total / 1e6:.2f} ms", title_justify="left")
+                  title=visible(f"trace {trace.get('trace_id')}  total {total / 1e6:.2f} ms"), title_justify="left")
     table.add_column("span", no_wrap=True)
     table.add_column("ms", justify="right", no_wrap=True)
     table.add_column("timeline", width=_BAR_WIDTH, no_wrap=True)
     table.add_column("flag", no_wrap=True)
     for span in spans:
         extra = span.get("attributes", {}).get("index")
-        name = "  " * depths[span["span_id"]] + span["name"] + (f"[{extra}]" if extra is not None else "")
+        name = visible("  " * depths[span["span_id"]] + span["name"] + (f"[{extra}]" if extra is not None else ""))
         failed = span.get("status") == "ERROR"
         bar = Bar(total, span["start_time_unix_nano"] - start, span["end_time_unix_nano"] - start,
                   width=_BAR_WIDTH, color="red" if failed else "cyan")

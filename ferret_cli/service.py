@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ferret.errors import FerretError, InvalidRequest, ResultTimeout
+from ferret.records import visible
 from ferret_cli import exit_codes
 from ferret_cli.options import (
     build_filters,
@@ -158,7 +159,7 @@ def query(ctx: click.Context, text: str, namespace: str, history: tuple[str, ...
     except FerretError as exc:
         fail(exc)
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        click.echo(json.dumps(result.model_dump(mode="json"), indent=2))  # ASCII: nothing raw reaches a terminal
     else:
         from ferret_cli import render
 
@@ -183,13 +184,13 @@ def result(ctx: click.Context, job_id: str, as_json: bool) -> None:
                        f"job {job_id}: unknown (no result and no RQ job: never enqueued, or expired)")
             sys.exit(exit_codes.NOT_YET if state.known else exit_codes.NOT_FOUND)
     if as_json:
-        click.echo(found.model_dump_json(indent=2))
+        click.echo(json.dumps(found.model_dump(mode="json"), indent=2))
     else:
         from ferret_cli import render
 
         render.show(render.results_table(found), render.stats_block(found))
         if found.context:
-            click.echo("\ncontext:\n" + found.context)
+            click.echo("\ncontext:\n" + visible(found.context))
     sys.exit(exit_codes.for_status(found.status))
 
 

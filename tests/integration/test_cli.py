@@ -127,3 +127,26 @@ def test_history_resolves_references_through_a_worker(env, sample_namespace, sta
     trivial = json.loads(_ferret(["query", "thanks!", "-n", sample_namespace, "--json"], env).stdout)
     assert (trivial["status"], trivial["results"], trivial["stats"]["route"], trivial["stats"]["trivial"]) == \
         ("ok", [], "TRIVIAL", "trivial")
+
+
+def test_control_characters_in_stored_memories_never_reach_the_terminal_raw(env, redis_client, start_workers):
+    """Memories written past `ferret ingest` (straight into the store, or by a Nous server) are
+    shown escaped by `ferret run`, `ferret query` and `ferret result`; JSON output escapes them too."""
+    from ferret.records import Memory
+    from worker.backends.local import MemoryStore
+
+    hostile = "[bold]markup[/bold] \x1b[31mred\x1b]0;retitled\x07 bell\x00 nul \x9b2J"
+    MemoryStore(redis_client, "ctl").upsert([Memory(id="m1", content_title=f"solana {hostile}",
+                                                   content_body=f"solana staking {hostile}")])
+    start_workers(1)
+    shown = [_ferret(["run", "solana staking", "-n", "ctl"], env),
+             _ferret(["query", "solana staking", "-n", "ctl", "--no-cache"], env)]
+    job = re.search(r"job (\S+)", shown[1].stdout)
+    assert job is not None, shown[1].stdout
+    shown.append(_ferret(["result", job.group(1)], env))
+    shown.append(_ferret(["query", "solana staking", "-n", "ctl", "--json"], env))
+    for out in shown:
+        assert out.returncode == 0, out.stderr
+        assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", out.stdout + out.stderr), out.stdout
+    assert "\\x1b[31mred" in shown[0].stdout and "[bold]markup[/bold]" in shown[0].stdout
+    assert "\\x1b[31mred" in shown[2].stdout  # the context too

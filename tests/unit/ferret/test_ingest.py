@@ -31,3 +31,18 @@ def test_a_lone_surrogate_is_refused_by_line_and_field():
     assert [m.id for m in memories] == ["c"]
     assert [(e.line, e.error.field) for e in errors] == [(1, "content_body"), (2, "cluster_ids")]
     assert "lone surrogate" in str(errors[0])
+
+
+def test_terminal_control_characters_are_refused_by_line_and_field():
+    lines = [
+        '{"id": "a", "content_title": "BTC", "content_body": "red \\u001b[31mtext"}',
+        '{"id": "b", "content_title": "bell \\u0007"}',
+        '{"id": "c", "content_summary": "csi \\u009b2J", "content_title": "x"}',
+        '{"id": "d", "content_title": "tabs\\tand\\nnewlines are fine"}',
+        '{"id": "e", "content_title": "SOL", "cluster_ids": ["ok", "\\u001b]0;title\\u0007"]}',
+    ]
+    memories, errors = parse_memory_lines(lines)
+    assert [m.id for m in memories] == ["d"]
+    assert [(e.line, e.error.field) for e in errors] == [(1, "content_body"), (2, "content_title"),
+                                                          (3, "content_summary"), (5, "cluster_ids")]
+    assert "U+001B at character 4" in str(errors[0]) and "line 1: content_body" in str(errors[0])
