@@ -12,6 +12,8 @@
     │                            confirmed it in time (a failover could lose it)
     ├── RerankFailed             the optional LLM re-rank could not be used;
     │                            ``reason`` is timeout, error or malformed
+    ├── JobRefused               a queue entry that is not a request of its job id's
+    │                            namespace; not run, nothing written under the id
     ├── StageError               a pipeline stage failed; wraps the cause once
     │                            and carries the stage name
     └── JobNotFound              no job, result or trace under that id
@@ -101,6 +103,16 @@ class StageError(FerretError):
     def __init__(self, stage: str, cause: BaseException) -> None:
         super().__init__(f"stage {stage} failed: {cause}")
         self.stage = stage
+
+
+class JobRefused(FerretError):
+    """A queue entry or payload that is not a request of the namespace its job id names: it is
+    not run, and nothing is written under that id (the id's owner may still send its request)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"refused by Ferret ({reason}): {message}")
+        self.reason = reason
+        self.message = message
 
 
 class RedisUnreachable(FerretError):

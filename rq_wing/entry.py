@@ -17,7 +17,7 @@ from rq import get_current_job
 from rq.job import Job
 from rq.timeouts import JobTimeoutException
 
-from ferret.errors import FerretError
+from ferret.errors import FerretError, JobRefused
 from ferret.settings import load_settings
 from worker.core.report import JobReport
 from worker.core.resources import WorkerResources, build_resources
@@ -48,6 +48,8 @@ def run_retrieval(payload: Any) -> dict[str, Any]:
     resources = resources_for(job)
     try:
         report = run_job(resources, payload, job.id, job.origin, hard_timeout=JobTimeoutException)
+    except JobRefused:  # RQ marks the job failed; nothing of Ferret's is written under its id
+        raise
     except Exception as exc:  # last line of defence (the result write itself failed): still one final result
         logger.exception("job=%s unexpected failure", job.id)
         now = resources.now()

@@ -105,7 +105,9 @@ def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable
                 pipe.execute()
             logger.warning("job=%s was stuck between dequeue and start; queued again", job.id)
         else:
-            written.append(lost_result(ctx, job.args[0], job.id, queue.name, "worker lost between dequeue and start"))
-            connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]  # its result is written
+            lost = lost_result(ctx, job.args[0], job.id, queue.name, "worker lost between dequeue and start")
+            if lost is not None:
+                written.append(lost)
+            connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]  # its result is written (or refused)
             logger.warning("job=%s was stuck between dequeue and start past its deadline; ended failed", job.id)
     return written

@@ -29,7 +29,7 @@ from rq.serializers import JSONSerializer
 from rq.worker import WorkerStatus
 
 from ferret.contract import QUEUES
-from ferret.errors import ConfigError
+from ferret.errors import ConfigError, JobRefused
 from ferret.key_migration import tag_store_keys
 from ferret.redis_conn import redacted, url_of
 from ferret.settings import Settings
@@ -46,7 +46,7 @@ from worker.co_retrieval.applier import co_retrieval_amount
 from worker.co_retrieval.wiring import co_retrieval_applier
 from worker.core.report import JobReport, Observer, after_job
 from worker.core.resources import WorkerResources, build_resources
-from worker.core.results import lost_result, refused_result, request_of
+from worker.core.results import lost_result, record_refusal, refused_reason, request_of
 from worker.metrics import FerretMetrics
 
 logger = logging.getLogger(__name__)
@@ -216,21 +216,37 @@ class _Observed:
         finally:
             self._state = state
 
+    def handle_exception(self, job: Job, *exc_info: Any) -> None:
+        """A refused payload (``JobRefused``) is one warning line, already logged where it was
+        refused, not RQ's traceback at ERROR; RQ still records the job as failed."""
+        if exc_info and isinstance(exc_info[1], JobRefused):
+            return
+        super().handle_exception(job, *exc_info)  # type: ignore[misc]
+
     def _record(self, job: Job) -> None:
         try:
             report = report_of(job) or self._stored_report(job)
         except Exception:
             logger.exception("job=%s cannot read or write the result for its observers", job.id)
             return
-        after_job(self.ferret_observers, report)
+        if report is not None:
+            after_job(self.ferret_observers, report)
 
-    def _stored_report(self, job: Job) -> JobReport:
-        """A forked work horse's report, read back from Redis (a horse that died wrote none: it is written now)."""
+    def _stored_report(self, job: Job) -> JobReport | None:
+        """The report of a job this process did not leave one for: a forked work horse's, read back
+        from Redis; a horse that died wrote none (it is written now); a refused payload has none
+        (counted here)."""
         payload = job.args[0] if job.args else None
         result = self.ferret_context.results.read(job.id)
         if result is None:
+            refused = refused_reason(job)
+            if refused is not None:
+                self.ferret_metrics.refused.labels(refused).inc()
+                return None
             result = lost_result(self.ferret_context, payload, job.id, job.origin,
                                  "work horse died while running the job")
+            if result is None:  # its payload names another tenant's id: refused, nothing written
+                return None
         trace = self.ferret_context.results.trace(result.trace_id) \
             if result.trace_id and self.ferret_context.settings.tracing.otlp_endpoint else None
         return JobReport(result, request_of(payload, self.ferret_context.settings.limits), trace)
@@ -262,17 +278,17 @@ WORKER_CLASSES = tuple(dict.fromkeys(name for name, _ in _CLASSES))  # the names
 
 
 def _refused(context: WorkerResources, metrics: FerretMetrics, observers: list[Observer], refusal: Refusal) -> None:
-    """A queue entry the worker will not run: its ``failed`` result (when it
-    has a usable job id, told to the observers like any job's), RQ's failed
-    registry (when its hash was read), else just a count."""
+    """A queue entry the worker will not run: counted; RQ's failed registry
+    (when its hash was read) and the refusal log (when it names a usable job
+    id). No result is written under the id: an entry anyone can write must
+    not decide the answer of the request that id belongs to."""
+    metrics.refused.labels(refusal.reason).inc()
     if refusal.job_id is None:
-        metrics.refused.labels(refusal.reason).inc()
         return
     if refusal.job is not None:
         queue = Queue(refusal.queue, connection=context.client, serializer=JSONSerializer)
         mark_failed(refusal.job, queue, f"refused by Ferret: {refusal.message}")
-    result = refused_result(context, refusal.job_id, refusal.queue, refusal.reason, refusal.message)
-    after_job(observers, JobReport(result, None))
+    record_refusal(context, refusal.job_id, refusal.queue, refusal.reason, refusal.message)
 
 
 def log_finished(report: JobReport) -> None:

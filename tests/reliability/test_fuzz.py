@@ -16,12 +16,13 @@ from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
 from ferret.contract import FINAL_STATUSES, RetrievalRequest, parse_request
-from ferret.errors import InvalidRequest
+from ferret.errors import InvalidRequest, JobRefused
 from ferret.job_ids import job_id_for
 from ferret.settings import LimitSettings, load_settings
 from ferret_cli.main import cli
 from producer.client import Producer
 from worker.core.resources import build_resources
+from worker.core.results import REFUSAL_LOG
 from worker.core.run import run_job
 
 LIMITS = LimitSettings()
@@ -89,9 +90,16 @@ payloads = st.one_of(
 @example({"request": {"query": "BTC thesis"}, "enqueued_at": time.time(), "deadline_at": time.time() + 3600})
 @example({"request": {"query": "BTC \udc80"}, "enqueued_at": time.time(), "deadline_at": time.time() + 3600})
 def test_worker_always_ends_in_one_final_status_and_writes_only_its_keys(fake_context, payload):
+    """A valid request of its id's namespace ends in one final status; any other payload is
+    refused, with nothing written under the id (only the refusal log)."""
     client, ctx = fake_context
     client.flushall()
-    result = run_job(ctx, payload, FUZZ_JOB, origin="prefetch").result
+    try:
+        result = run_job(ctx, payload, FUZZ_JOB, origin="prefetch").result
+    except JobRefused as refused:
+        assert refused.reason in ("malformed_job", "tenant_mismatch")
+        assert client.keys("*") == [REFUSAL_LOG.encode()]
+        return
     assert result.status in FINAL_STATUSES
     stored = ctx.results.read(FUZZ_JOB)
     assert stored is not None and stored.status == result.status

@@ -1,9 +1,11 @@
 """Hostile queue entries written into Redis by hand, served by real workers
-of both classes: nothing but Ferret's job runs, no entry stops a worker, every
-entry with a usable job id ends in one final status, and the next job ends ``ok``."""
+of both classes: nothing but Ferret's job runs, no entry stops a worker, a
+refused entry is noted (refusal log, metric, RQ's failed registry) with nothing
+written under the job id it names, and the next job ends ``ok``."""
 
 from __future__ import annotations
 
+import json
 import time
 import zlib
 from pathlib import Path
@@ -22,6 +24,7 @@ from ferret.errors import InvalidRequest
 from ferret.job_ids import job_id_for
 from producer.client import Producer
 from tests.conftest import free_port
+from worker.core.results import REFUSAL_LOG
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -69,12 +72,19 @@ def next_job_is_ok(producer: Producer, proc) -> None:
     assert proc.poll() is None, "the worker stopped"
 
 
-def failed_result(producer: Producer, job_id: str, reason: str, words: str):
-    result = producer.wait(job_id, 20)
-    assert result is not None and result.status == "failed", (job_id, result)
-    assert result.stats.refused == reason and words in (result.error or ""), result
-    assert result.results == [] and result.context == ""
-    return result
+def refused_entry(producer: Producer, job_id: str, reason: str, words: str) -> dict:
+    """The entry was refused: noted in the refusal log, and nothing written under its job id
+    (whoever owns that id may still send its request)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        logged = [json.loads(raw) for raw in producer.client.lrange(REFUSAL_LOG, 0, -1)]
+        found = [entry for entry in logged if entry["job_id"] == job_id]
+        if found:
+            assert found[0]["reason"] == reason and words in found[0]["message"], found
+            assert producer.result(job_id) is None, "a refusal wrote a result under the id it names"
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no refusal of {job_id} noted")
 
 
 def test_only_ferrets_job_function_runs(producer, sample_namespace, serve, redis_client, tmp_path):
@@ -96,9 +106,9 @@ def test_only_ferrets_job_function_runs(producer, sample_namespace, serve, redis
     proc, port = serve({"PYTHONPATH": f"{module_dir}:{Path(__file__).resolve().parents[2]}"})
     next_job_is_ok(producer, proc)
     for job in foreign:
-        failed_result(producer, job.id, "not_ferret_job", "not a Ferret job")
+        refused_entry(producer, job.id, "not_ferret_job", "not a Ferret job")
     for job in bad_shape:
-        failed_result(producer, job.id, "bad_arguments", "exactly one payload object")
+        refused_entry(producer, job.id, "bad_arguments", "exactly one payload object")
     assert not marker.exists() and not imported.exists()
     failed = FailedJobRegistry("prefetch", connection=redis_client)
     for job in foreign + bad_shape:
@@ -129,13 +139,13 @@ def test_entries_that_used_to_stop_a_worker(producer, sample_namespace, serve, r
     redis_client.rpush("rq:queue:prefetch", *bad_ids, *ids.values())
     proc, port = serve(None, "--queues", "prefetch")  # one queue: entries pass through RQ's intermediate queue
     next_job_is_ok(producer, proc)
-    failed_result(producer, ids["no-hash"], "no_job_hash", "has no job hash")
-    failed_result(producer, ids["no-data"], "no_job_hash", "has no data")
-    failed_result(producer, ids["bad-utf8"], "malformed_job", "cannot be read")
-    failed_result(producer, ids["bad-date"], "malformed_job", "cannot be read")
-    failed_result(producer, ids["wrong-type"], "malformed_job", "cannot be read")
-    failed_result(producer, ids["not-rq-data"], "malformed_job", "cannot be read")
-    failed_result(producer, ids["other-queue"], "malformed_job", "belongs to queue")
+    refused_entry(producer, ids["no-hash"], "no_job_hash", "has no job hash")
+    refused_entry(producer, ids["no-data"], "no_job_hash", "has no data")
+    refused_entry(producer, ids["bad-utf8"], "malformed_job", "cannot be read")
+    refused_entry(producer, ids["bad-date"], "malformed_job", "cannot be read")
+    refused_entry(producer, ids["wrong-type"], "malformed_job", "cannot be read")
+    refused_entry(producer, ids["not-rq-data"], "malformed_job", "cannot be read")
+    refused_entry(producer, ids["other-queue"], "malformed_job", "belongs to queue")
     counts = refused_counts(port)
     assert counts["bad_id"] == len(bad_ids)
     assert counts["no_job_hash"] == 2 and counts["malformed_job"] == 5
@@ -155,11 +165,13 @@ def test_a_job_is_only_served_to_the_tenant_it_belongs_to(producer, sample_names
     proc, port = serve()
     next_job_is_ok(producer, proc)
     for job_id in (stolen, derived):
-        result = failed_result(producer, job_id, "tenant_mismatch", "does not belong")
-        assert result.namespace == "?" and "sample" not in result.model_dump_json()
+        refused_entry(producer, job_id, "tenant_mismatch", "does not belong")
+    # Tenant B's own request under that id then runs: the refusal decided nothing for it.
     handle = producer.enqueue({"query": "BTC thesis", "namespace": "tenant-b", "request_id": "r1"})
-    answer = producer.wait(handle, 5)
-    assert answer is not None and answer.results == []  # never tenant A's memories
+    assert not handle.duplicate
+    answer = producer.wait(handle, 20)
+    assert answer.status == "ok" and answer.namespace == "tenant-b" and answer.job_id == stolen
+    assert answer.results == []  # never tenant A's memories
     assert refused_counts(port)["tenant_mismatch"] == 2
 
 
@@ -188,8 +200,7 @@ def test_trailing_newline_is_refused_at_producer_and_worker(producer, sample_nam
     job = queue.enqueue_call(JOB_FUNCTION, args=(payload(namespace="tenant-b\n"),),
                              job_id=job_id_for("tenant-b\n", None))
     proc, _ = serve()
-    result = producer.wait(job.id, 20)
-    assert result is not None and result.status == "failed" and "namespace" in (result.error or "")
+    refused_entry(producer, job.id, "malformed_job", "namespace")
     next_job_is_ok(producer, proc)
 
 
@@ -219,8 +230,8 @@ def test_hostile_registry_entries_neither_run_nor_stop_maintenance(producer, sam
     proc, port = serve(env, "--queues", "prefetch")  # one queue: RQ uses the intermediate queue
     result = producer.wait(stuck, 30)  # put back on the queue by the second maintenance pass
     assert result is not None and result.status == "ok", result
-    failed_result(producer, abandoned.id, "not_ferret_job", "callbacks")
-    failed_result(producer, foreign.id, "not_ferret_job", "not a Ferret job")
+    refused_entry(producer, abandoned.id, "not_ferret_job", "callbacks")
+    refused_entry(producer, foreign.id, "not_ferret_job", "not a Ferret job")
     next_job_is_ok(producer, proc)
     assert not imported.exists()
     started = redis_client.zrange(StartedJobRegistry("prefetch", connection=redis_client).key, 0, -1)

@@ -1,8 +1,10 @@
 """Building and writing a job's one final result, whatever happened to it:
-run, refused at the queue, invalid, or lost with its worker."""
+run, or lost with its worker; and noting the entries refused instead (a
+refusal writes nothing under the job id it names)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass
@@ -18,9 +20,9 @@ from ferret.contract import (
 )
 from ferret.envelope import JobEnvelope, deadline_of, epoch_field
 from ferret.errors import FerretError, InvalidRequest
+from ferret.job_ids import binds
 from ferret.results import WriteOutcome
 from ferret.settings import LimitSettings
-from ferret.stats import JobStats
 from ferret.tracing import SpanCollector, new_trace_id
 from worker.core.resources import WorkerResources
 
@@ -83,22 +85,36 @@ def build_result(ctx: WorkerResources, env: Stamps, request: RetrievalRequest | 
     )
 
 
-def refuse(ctx: WorkerResources, env: Stamps, started_at: float, reason: str, message: str) -> RetrievalResult:
-    """The ``failed`` result of a payload that is not run; nothing of the
-    payload is echoed but what the request's own validation let through."""
-    result = build_result(ctx, env, None, "failed", started_at, NO_TRACE, error=message,
-                          stats=JobStats(refused=reason))
-    ctx.results.write(result, None)
-    logger.warning("job=%s status=failed refused (%s): %s", env.job_id, reason, message)
-    return result
+REFUSAL_LOG = "ferret:refused"
+REFUSAL_LOG_LENGTH = 1000
 
 
-def refused_result(ctx: WorkerResources, job_id: str, queue: str, reason: str, message: str) -> RetrievalResult:
-    """Write (once) the ``failed`` result of a queue entry the worker refused to run."""
-    now = ctx.now()
-    stamps = stamps_of_invalid(None, job_id, queue, now)
-    written = refuse(ctx, stamps, now, reason, f"refused queue entry: {message}")
-    return ctx.results.read(job_id) or written
+def record_refusal(ctx: WorkerResources, job_id: str | None, queue: str, reason: str, message: str) -> None:
+    """Note a refused entry where no request's owner reads it: the newest ``REFUSAL_LOG_LENGTH``
+    refusals in one list (``ferret:refused``), besides the log line and the metric. Nothing is
+    written under the job id: whoever owns that id may still send its request."""
+    entry = {"at": round(ctx.now(), 3), "queue": queue[:60], "job_id": (job_id or "")[:100], "reason": reason,
+             "message": _safe_text(message, 300), "worker": ctx.name}
+    with ctx.client.pipeline(transaction=True) as pipe:
+        pipe.lpush(REFUSAL_LOG, json.dumps(entry))
+        pipe.ltrim(REFUSAL_LOG, 0, REFUSAL_LOG_LENGTH - 1)
+        pipe.execute()
+    logger.warning("job=%s refused (%s): %s", job_id, reason, message)
+
+
+_REFUSED = re.compile(r"JobRefused: refused by Ferret \((\w+)\)")
+
+
+def refused_reason(job: Any) -> str | None:
+    """Why RQ's job was refused by the job core (``JobRefused`` ended it), or None."""
+    try:
+        if job.get_status(refresh=True) != "failed":
+            return None
+        latest = job.latest_result()
+    except Exception:  # a hash or result stream that cannot be read: not a refusal we know of
+        return None
+    found = _REFUSED.search(getattr(latest, "exc_string", None) or "")
+    return found.group(1) if found else None
 
 
 def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: SpanCollector,
@@ -127,8 +143,10 @@ def request_of(payload: Any, limits: LimitSettings) -> RetrievalRequest | None:
         return None
 
 
-def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None, reason: str) -> RetrievalResult:
-    """Write (once) the ``failed`` result of a job whose worker died under it."""
+def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None,
+                reason: str) -> RetrievalResult | None:
+    """Write (once) the ``failed`` result of a job whose worker died under it; None, and
+    nothing written, when its payload is not a request of the namespace its id names."""
     now = ctx.now()
     env = stamps_of_invalid(payload, job_id, origin, now)
     raw = env.raw_request if isinstance(env.raw_request, dict) else {}
@@ -136,6 +154,10 @@ def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | N
         request = parse_request(raw, ctx.settings.limits)
     except InvalidRequest:
         request = None
+    if request is None or not binds(job_id, request.namespace, request.request_id):
+        record_refusal(ctx, job_id, origin or "?", "tenant_mismatch" if request else "malformed_job",
+                       f"{reason}, and its payload is not a request of the namespace its id names: no result")
+        return None
     deadline = deadline_of(payload)
     if deadline is not None:
         env.deadline_at = deadline

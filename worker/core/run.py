@@ -18,7 +18,7 @@ from typing import Any
 from ferret.cache import cache_entry, cache_key, cacheable, read_entry
 from ferret.contract import ResultItem, RetrievalRequest
 from ferret.envelope import JobEnvelope
-from ferret.errors import BackendError, InvalidRequest
+from ferret.errors import BackendError, InvalidRequest, JobRefused
 from ferret.job_ids import binds
 from ferret.stats import JobStats
 from ferret.tracing import Span, SpanCollector, new_span_id
@@ -28,9 +28,8 @@ from worker.core.report import JobReport
 from worker.core.resources import WorkerResources
 from worker.core.results import (
     build_result,
-    refuse,
+    record_refusal,
     stamps_of,
-    stamps_of_invalid,
     write_with_trace,
 )
 from worker.pipeline.budget import Budget
@@ -132,6 +131,8 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
 def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None = None,
             hard_timeout: type[BaseException] | tuple[type[BaseException], ...] = ()) -> JobReport:
     """Run one job payload to its single final result, store it, and report it.
+    A payload that is not a request of the namespace its job id names is refused
+    (``JobRefused``): nothing is written under the id (see ``record_refusal``).
 
     ``hard_timeout``: what the queue system raises when the job's hard time
     limit strikes (RQ's ``JobTimeoutException``); it ends the job ``failed``."""
@@ -140,19 +141,17 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
     tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans, clock_ns=lambda: int(ctx.now() * 1e9))
     try:
         env = JobEnvelope.parse(payload, ctx.settings.limits)
-    except InvalidRequest as exc:
-        stamps = stamps_of_invalid(payload, job_id, origin, started_at)
-        result = build_result(ctx, stamps, None, "failed", started_at, tracer.trace_id, error=f"invalid request: {exc}")
-        ctx.results.write(result, None)
-        logger.debug("job=%s status=failed invalid request: %s", job_id, exc)
-        return JobReport(result, None)
+    except InvalidRequest as exc:  # no producer enqueues this: whose id it names is unknown
+        message = f"invalid request: {exc}"
+        record_refusal(ctx, job_id, origin or "?", "malformed_job", message)
+        raise JobRefused("malformed_job", message) from None
     request = env.request
     if env.trace_id:
         tracer.trace_id = env.trace_id
     if not binds(job_id, request.namespace, request.request_id):
-        refused = refuse(ctx, stamps_of_invalid(None, job_id, origin, started_at), started_at, "tenant_mismatch",
-                         "job id does not belong to the request's namespace and request id; not run")
-        return JobReport(refused, None)
+        message = "job id does not belong to the request's namespace and request id; not run"
+        record_refusal(ctx, job_id, origin or "?", "tenant_mismatch", message)
+        raise JobRefused("tenant_mismatch", message)
     with tracer.span("job", queue=request.queue, namespace=request.namespace) as root:
         tracer.root_span_id = root.span_id
         root.start_time_unix_nano = min(started_ns, int(env.enqueued_at * 1e9))

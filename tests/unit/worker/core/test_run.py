@@ -3,16 +3,19 @@ failure, trace ids owned by one job, and the tenant binding."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
 import fakeredis
 import pytest
 
+from ferret.errors import JobRefused
 from ferret.job_ids import job_id_for
 from ferret.settings import load_settings
 from worker.core import run as run_module
 from worker.core.resources import build_resources
+from worker.core.results import REFUSAL_LOG
 from worker.core.run import run_job
 
 
@@ -60,10 +63,22 @@ def test_a_trace_id_already_taken_moves_to_a_new_id(ctx):
     assert moved["job_id"] == second.job_id and {s["trace_id"] for s in moved["spans"]} == {second.trace_id}
 
 
-def test_a_payload_under_another_requests_id_is_not_run(ctx):
-    result = run_job(ctx, _payload(namespace="tenant-a", request_id="r1"), job_id_for("tenant-b", "r1")).result
-    assert result.status == "failed" and result.stats.to_json() == {"refused": "tenant_mismatch"}
-    assert result.namespace == "?" and result.request_id is None
+def test_a_payload_under_another_requests_id_is_not_run_and_writes_nothing_under_it(ctx):
+    victim = job_id_for("tenant-b", "r1")
+    with pytest.raises(JobRefused) as refused:
+        run_job(ctx, _payload(namespace="tenant-a", request_id="r1"), victim)
+    assert refused.value.reason == "tenant_mismatch"
+    assert not ctx.results.exists(victim) and ctx.results.read(victim) is None  # tenant-b's request may still run
+    logged = json.loads(ctx.client.lindex(REFUSAL_LOG, 0))
+    assert logged["job_id"] == victim and logged["reason"] == "tenant_mismatch"
+
+
+def test_an_invalid_payload_is_refused_not_answered(ctx):
+    victim = job_id_for("tenant-b", "r2")
+    with pytest.raises(JobRefused) as refused:
+        run_job(ctx, {"request": {"query": ""}, "enqueued_at": 1.0, "deadline_at": 2.0}, victim)
+    assert refused.value.reason == "malformed_job" and "query" in refused.value.message
+    assert not ctx.results.exists(victim)
 
 
 def test_an_orchestration_bug_falls_back_to_a_plain_search_and_is_not_cached(ctx, monkeypatch):
