@@ -16,6 +16,8 @@
     │                            namespace; not run, nothing written under the id
     ├── StageError               a pipeline stage failed; wraps the cause once
     │                            and carries the stage name
+    ├── BadResult                the stored result is not a result, or (ForeignResult)
+    │                            not the result of the job, namespace and request asked for
     └── JobNotFound              no job, result or trace under that id
 
 Errors from lower libraries (httpx, redis, pydantic) are translated at the
@@ -113,6 +115,21 @@ class JobRefused(FerretError):
         super().__init__(f"refused by Ferret ({reason}): {message}")
         self.reason = reason
         self.message = message
+
+
+class BadResult(FerretError):
+    """What is stored as a job's result is not a result (garbage, the wrong shape, a key of
+    the wrong type, larger than any result) or not this job's (``ForeignResult``)."""
+
+    def __init__(self, job_id: str, problem: str) -> None:
+        super().__init__(f"the stored result of job {job_id} {problem}; not used (someone who can write to "
+                         "Redis wrote it, or it is corrupt)")
+        self.job_id = job_id
+        self.problem = problem
+
+
+class ForeignResult(BadResult):
+    """A well-formed result that names another job, namespace or request than the one asked for."""
 
 
 class RedisUnreachable(FerretError):

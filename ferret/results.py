@@ -21,11 +21,13 @@ from enum import IntEnum
 from typing import Any
 
 import redis
+from pydantic import ValidationError
 from pydantic_core import to_json
 
 from ferret import keys
 from ferret.clock import Clock, RedisClock
 from ferret.contract import RetrievalResult
+from ferret.errors import BadResult, ForeignResult
 from ferret.replication import ReplicaWait
 
 WAIT_SLICE_SECONDS = 2.0
@@ -62,6 +64,20 @@ class WriteOutcome(IntEnum):
     TRACE_TAKEN = 2  # the trace id holds another job's trace: nothing written
 
 
+READ_CAP_BYTES = 16 * 1024 * 1024  # far above any result (limits.max_result_bytes: 2 MB) or trace
+_SPAN_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "name": str, "span_id": str, "start_time_unix_nano": int, "end_time_unix_nano": int, "duration_ms": (int, float)}
+
+
+def _is_trace(found: Any) -> bool:
+    """A trace as Ferret writes it: spans with the fields every reader of a trace uses."""
+    if not isinstance(found, dict) or not isinstance(found.get("spans"), list):
+        return False
+    return all(isinstance(span, dict) and all(isinstance(span.get(name), kind) and not isinstance(span.get(name), bool)
+                                              for name, kind in _SPAN_FIELDS.items())
+               for span in found["spans"])
+
+
 class ResultStore:
     def __init__(self, client: redis.Redis, result_ttl: int = 3_600, trace_ttl: int = 21_600,
                  cache_max_entries: int = 10_000, by_queue: dict[str, tuple[int, int]] | None = None,
@@ -94,8 +110,26 @@ class ResultStore:
         return WriteOutcome(int(written))
 
     def read(self, job_id: str) -> RetrievalResult | None:
-        raw = self.client.get(keys.result(job_id))
-        return RetrievalResult.model_validate_json(raw) if raw else None
+        """The result stored for ``job_id``, checked as untrusted input: at most
+        ``READ_CAP_BYTES`` are read; garbage, the wrong shape or the wrong key type is
+        ``BadResult``, a result naming another job ``ForeignResult``."""
+        try:
+            raw = self.client.getrange(keys.result(job_id), 0, READ_CAP_BYTES)
+        except redis.ResponseError as exc:  # WRONGTYPE: a list, a hash... under the result's key
+            raise BadResult(job_id, f"is not a string ({str(exc).split(' ', 1)[0]})") from None
+        if not raw:
+            return None
+        if len(raw) > READ_CAP_BYTES:
+            raise BadResult(job_id, f"is larger than any result ({READ_CAP_BYTES:,} bytes read)")
+        try:
+            found = RetrievalResult.model_validate_json(raw)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"]) or "the document"
+            raise BadResult(job_id, f"is not a result ({where}: {error['msg'][:120]})") from None
+        if found.job_id != job_id:
+            raise ForeignResult(job_id, f"names another job ({found.job_id[:80]!r})")
+        return found
 
     def exists(self, job_id: str) -> bool:
         return bool(self.client.exists(keys.result(job_id)))
@@ -118,5 +152,11 @@ class ResultStore:
         return found
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
-        raw = self.client.get(keys.trace(trace_id))
-        return json.loads(raw) if raw else None
+        """The trace stored under ``trace_id``; None when there is none, or what is there is
+        not a trace of ours (read as untrusted input, at most ``READ_CAP_BYTES``)."""
+        try:
+            raw = self.client.getrange(keys.trace(trace_id), 0, READ_CAP_BYTES)
+            found = json.loads(raw) if raw and len(raw) <= READ_CAP_BYTES else None
+        except (redis.ResponseError, ValueError):
+            return None
+        return found if _is_trace(found) else None

@@ -42,8 +42,12 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
         fail(exc)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.by_status.items())) or "none"
     click.echo(f"{summary.total} requests: {counts}; {summary.skipped_done} already done, "
-               f"{summary.unfinished} unfinished", err=True)
+               f"{summary.unfinished} unfinished" + (f", {summary.bad_results} with a forged or corrupt result "
+                                                     "(error: in their output lines)" if summary.bad_results else ""),
+               err=True)
     click.echo(json.dumps(summary.to_dict()))
+    if summary.bad_results:
+        sys.exit(exit_codes.BAD_RESULT)
     if summary.unfinished:
         sys.exit(exit_codes.NOT_YET)
     if summary.invalid or summary.by_status.get("failed") or summary.by_status.get("expired"):

@@ -8,11 +8,12 @@
 | 3 | unavailable: Redis (or the memory backend) could not be reached |
 | 4 | not found: no job, result or trace under that id |
 | 5 | not yet: no answer within ``--wait`` (the job is still queued or running) |
+| 6 | bad result: what is stored as the answer is not one, or not this request's (forged or corrupt) |
 """
 
 from __future__ import annotations
 
-from ferret.errors import BackendError, FerretError, JobNotFound, RedisUnreachable, ResultTimeout
+from ferret.errors import BackendError, BadResult, FerretError, JobNotFound, RedisUnreachable, ResultTimeout
 
 OK = 0
 PARTLY = 1
@@ -20,11 +21,14 @@ USAGE = 2
 UNAVAILABLE = 3
 NOT_FOUND = 4
 NOT_YET = 5
+BAD_RESULT = 6
 
 
 def for_error(exc: FerretError) -> int:
     if isinstance(exc, JobNotFound):
         return NOT_FOUND
+    if isinstance(exc, BadResult):
+        return BAD_RESULT
     if isinstance(exc, ResultTimeout):
         return NOT_YET
     if isinstance(exc, BackendError | RedisUnreachable):

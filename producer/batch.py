@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from ferret.contract import FINAL_STATUSES
-from ferret.errors import InvalidRequest, ResultTimeout
+from ferret.errors import BadResult, InvalidRequest, ResultTimeout
 from ferret.json_input import parse_object
 from producer.client import JobHandle, Producer
 
@@ -32,11 +32,13 @@ class BatchSummary:
     enqueued: int = 0
     invalid: int = 0
     unfinished: int = 0
+    bad_results: int = 0  # what was stored as the answer was not one, or not this line's (forged, corrupt)
     by_status: Counter[str] = field(default_factory=Counter)
 
     def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "skipped_done": self.skipped_done, "enqueued": self.enqueued,
-                "invalid": self.invalid, "unfinished": self.unfinished, "by_status": dict(self.by_status)}
+                "invalid": self.invalid, "unfinished": self.unfinished, "bad_results": self.bad_results,
+                "by_status": dict(self.by_status)}
 
 
 def derived_request_id(prefix: str, number: int, line: str) -> str:
@@ -131,6 +133,12 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
             except ResultTimeout:
                 summary.unfinished += 1
                 progress.collected(None)
+                continue
+            except BadResult as exc:  # forged or corrupt: that line's answer is unknown, the others go on
+                summary.bad_results += 1
+                progress.collected(None)
+                _write(out, {"line": number, "request_id": handle.request_id, "job_id": handle.job_id,
+                             "status": None, "error": str(exc)})
                 continue
             progress.collected(result.status)
             summary.by_status[result.status] += 1

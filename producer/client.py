@@ -25,7 +25,7 @@ from ferret.cache import answer_fingerprint, cache_key, inflight_key
 from ferret.clock import RedisClock
 from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
 from ferret.envelope import JobEnvelope
-from ferret.errors import InvalidRequest, JobNotFound, RedisUnreachable, ResultTimeout
+from ferret.errors import ForeignResult, InvalidRequest, JobNotFound, RedisUnreachable, ResultTimeout
 from ferret.job_ids import job_id_for
 from ferret.replication import ReplicaWait
 from ferret.results import ResultStore
@@ -77,6 +77,13 @@ def _request_digest(request: RetrievalRequest) -> str:
     if not request.options.agent:  # as before the option existed: the same request, the same digest
         material["options"].pop("agent")
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _check_owner(found: RetrievalResult, job: JobHandle) -> None:
+    """The result is the one asked for: its job id (checked on read), namespace and request id."""
+    if found.namespace != job.namespace or (job.request_id is not None and found.request_id != job.request_id):
+        raise ForeignResult(job.job_id, f"names namespace {found.namespace[:64]!r} and request "
+                                        f"{(found.request_id or '')[:64]!r}, not the ones asked for")
 
 
 class Producer:
@@ -228,6 +235,8 @@ class Producer:
             origin = job.queue if isinstance(job, JobHandle) else self.queues.origin(job_id)
             workers = self.workers_serving(origin) if origin else None
             raise ResultTimeout(job_id, timeout, state, workers)
+        if isinstance(job, JobHandle):
+            _check_owner(found, job)
         return found
 
     def workers_serving(self, queue: str) -> int:
