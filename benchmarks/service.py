@@ -42,17 +42,23 @@ NO_CACHE = {"FERRET_CACHE__ENABLED": "false", "FERRET_CACHE__COALESCE": "false"}
 DRAIN_SECONDS = 600  # a burst worker's whole round
 
 
+SIGNING_KEY = "a-benchmark-signing-key-32-chars"
+
+
 class Bench:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, signing: bool = False) -> None:
+        """``signing``: producer and workers sign jobs and results (security.signing_key)."""
         self.url = url
         self.client = redis.Redis.from_url(url)
         MemoryStore(self.client, NAMESPACE).upsert(sample_memories())
         # the cache would serve repeats without running the pipeline: off, to time the pipeline
-        self.producer = Producer(self.client, load_settings(environ={"FERRET_REDIS__URL": url, **NO_CACHE}))
+        self.settings_env = {"FERRET_REDIS__URL": url, **NO_CACHE,
+                             **({"FERRET_SECURITY__SIGNING_KEY": SIGNING_KEY} if signing else {})}
+        self.producer = Producer(self.client, load_settings(environ=self.settings_env))
         self.raw_queue = RawQueue(self.client)
 
     def _worker(self, kind: str, burst: bool) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "FERRET_REDIS__URL": self.url, **NO_CACHE}
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_SECURITY")}, **self.settings_env}
         if kind == "raw":
             args = worker_command(self.url, burst)
         else:
@@ -128,19 +134,26 @@ def paired_ratio(numerators: list[float], denominators: list[float]) -> float:
 
 
 def run_service_bench(jobs: int = 1000, latency_runs: int = 300, rounds: int = 5,
-                      log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+                      log: Callable[[str], None] = lambda s: None, signing: bool = False) -> dict[str, Any]:
+    """``signing``: each round also runs the fast path with signed jobs and results, right
+    before or after the unsigned one (alternating), for the cost of signing."""
     report: dict[str, Any] = {"worker_class": "SimpleWorker", "jobs": jobs, "rounds": rounds}
     with tempfile.TemporaryDirectory(prefix="ferret-bench-") as home:
         server = private_redis(Path(home))
         try:
             bench = Bench(server.url)
+            signed = Bench(server.url, signing=True) if signing else None
             for workers in (1, 2):
                 log(f"throughput with {workers} worker(s)")
-                raw_rates, fast_rates, compound_rates = [], [], []
+                raw_rates, fast_rates, compound_rates, signed_rates = [], [], [], []
                 for number in range(1, rounds + 1):  # alternate, so noise hits all alike
                     log(f"  round {number}/{rounds}")
                     raw_rates.append(bench.raw_throughput(jobs, workers))
+                    if signed is not None and number % 2 == 0:
+                        signed_rates.append(signed.ferret_throughput(FAST, jobs, workers))
                     fast_rates.append(bench.ferret_throughput(FAST, jobs, workers))
+                    if signed is not None and number % 2 == 1:
+                        signed_rates.append(signed.ferret_throughput(FAST, jobs, workers))
                     compound_rates.append(bench.ferret_throughput(COMPOUND, jobs, workers))
                 log(f"latency with {workers} worker(s)")
                 raw = _row(raw_rates, bench.raw_latency(latency_runs, workers))
@@ -153,6 +166,12 @@ def run_service_bench(jobs: int = 1000, latency_runs: int = 300, rounds: int = 5
                                                      for f, r in zip(fast_rates, raw_rates, strict=True)],
                     "fast_p50_latency_ratio": round(fast["p50_ms"] / raw["p50_ms"], 3),
                 }
+                if signed_rates:
+                    report[f"{workers}_workers"].update({
+                        "signed_fast_jobs_per_s": round(statistics.median(signed_rates), 1),
+                        "signing_throughput_ratio": paired_ratio(signed_rates, fast_rates),
+                        "signing_throughput_ratio_rounds": [round(s / f, 3) for s, f in
+                                                            zip(signed_rates, fast_rates, strict=True)]})
         finally:
             server.stop()
     return report

@@ -29,6 +29,7 @@ from ferret.clock import Clock, RedisClock
 from ferret.contract import RetrievalResult
 from ferret.errors import BadResult, ForeignResult
 from ferret.replication import ReplicaWait
+from ferret.signing import result_signature_holds, sign_result, split_result
 
 WAIT_SLICE_SECONDS = 2.0
 
@@ -81,10 +82,13 @@ def _is_trace(found: Any) -> bool:
 class ResultStore:
     def __init__(self, client: redis.Redis, result_ttl: int = 3_600, trace_ttl: int = 21_600,
                  cache_max_entries: int = 10_000, by_queue: dict[str, tuple[int, int]] | None = None,
-                 clock: Clock | None = None, replicas: ReplicaWait | None = None) -> None:
+                 clock: Clock | None = None, replicas: ReplicaWait | None = None,
+                 signing_key: bytes | None = None) -> None:
         """``result_ttl``/``trace_ttl``: for a result of a queue ``by_queue`` does not name;
-        ``clock``: what stamps the cache index (Redis's clock, shared by every worker)."""
+        ``clock``: what stamps the cache index (Redis's clock, shared by every worker);
+        ``signing_key``: results are signed when written and checked when read (``ferret.signing``)."""
         self.client = client
+        self.signing_key = signing_key
         self.clock = clock or RedisClock(client)
         self.replicas = replicas  # a result write waits for them (ferret.replication)
         self.result_ttl = result_ttl
@@ -102,12 +106,16 @@ class ResultStore:
         result_ttl, trace_ttl = self.by_queue.get(result.queue, (self.result_ttl, self.trace_ttl))
         written = self._write_once(
             keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key, keys.cache_index()],
-            args=[result.model_dump_json(), to_json(trace) if trace else b"",
+            args=[self._signed(result), to_json(trace) if trace else b"",
                   result_ttl, trace_ttl, cache_value, cache_ttl, self.clock.time(), self.cache_max_entries],
         )
         if self.replicas is not None:
             self.replicas(f"the result of job {result.job_id}")
         return WriteOutcome(int(written))
+
+    def _signed(self, result: RetrievalResult) -> bytes:
+        body = result.model_dump_json().encode()
+        return sign_result(self.signing_key, body) if self.signing_key is not None else body
 
     def read(self, job_id: str) -> RetrievalResult | None:
         """The result stored for ``job_id``, checked as untrusted input: at most
@@ -121,8 +129,12 @@ class ResultStore:
             return None
         if len(raw) > READ_CAP_BYTES:
             raise BadResult(job_id, f"is larger than any result ({READ_CAP_BYTES:,} bytes read)")
+        body, signature = split_result(raw if isinstance(raw, bytes) else str(raw).encode())
+        if self.signing_key is not None and not result_signature_holds(self.signing_key, body, signature):
+            raise ForeignResult(job_id, "is not signed with the shared key" if signature is None
+                                else "has a signature that does not match (another key, or changed)")
         try:
-            found = RetrievalResult.model_validate_json(raw)
+            found = RetrievalResult.model_validate_json(body)
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(p) for p in error["loc"]) or "the document"

@@ -346,6 +346,29 @@ class CoRetrievalSettings(_Strict):
     timeout_seconds: float = Field(2.0, gt=0, le=60)  # nous: per HTTP call
 
 
+class SecuritySettings(_Strict):
+    """Signed jobs and results (``ferret.signing``): the same key on every producer and
+    worker, from the environment (``FERRET_SECURITY__SIGNING_KEY``) or a file; never in Redis."""
+
+    signing_key: SecretStr | None = None  # never logged
+    signing_key_file: str | None = None  # a file holding the key (its bytes, trailing newline dropped)
+
+    def key(self) -> bytes | None:
+        """The key's bytes, or None when signing is off."""
+        if self.signing_key is not None and self.signing_key.get_secret_value():
+            return self.signing_key.get_secret_value().encode()
+        if self.signing_key_file:
+            try:
+                found = Path(self.signing_key_file).expanduser().read_bytes().rstrip(b"\r\n")
+            except OSError as exc:
+                raise ConfigError(f"security.signing_key_file: cannot read {self.signing_key_file}: "
+                                  f"{exc.strerror or exc}") from None
+            if len(found) < 16:
+                raise ConfigError("security.signing_key_file: the key is shorter than 16 bytes")
+            return found
+        return None
+
+
 class Settings(BaseSettings):
     """Every setting. Sources, later wins: the defaults here, the YAML file,
     ``FERRET_`` environment variables (``RQ_REDIS_URL`` for ``redis.url``
@@ -366,6 +389,7 @@ class Settings(BaseSettings):
     tracing: TracingSettings = TracingSettings()
     agent: AgentSettings = AgentSettings()
     semantic: SemanticSettings = SemanticSettings()
+    security: SecuritySettings = SecuritySettings()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 # Why a queue entry was not run (``JobStats.refused``; the labels of ferret_refused_entries_total).
 REFUSAL_REASONS = ("bad_id", "no_job_hash", "malformed_job", "data_too_large", "not_ferret_job", "bad_arguments",
-                   "tenant_mismatch")
+                   "tenant_mismatch", "bad_signature")
 
 
 class JobStats(BaseModel):

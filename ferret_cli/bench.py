@@ -93,15 +93,16 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
 @click.option("--jobs", default=1000, show_default=True, help="Jobs per throughput round.")
 @click.option("--latency-runs", default=300, show_default=True, help="Sequential jobs for latency.")
 @click.option("--rounds", default=5, show_default=True, help="Alternating throughput rounds per worker count.")
+@click.option("--signing", is_flag=True, help="Also run the fast path with signed jobs and results, alternated.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
-def service(jobs: int, latency_runs: int, rounds: int, out_dir: Path) -> None:
+def service(jobs: int, latency_runs: int, rounds: int, signing: bool, out_dir: Path) -> None:
     """Raw RQ vs Ferret with real workers; pipeline overhead; sub-query parallelism."""
     from benchmarks.fast_path import fast_path, parallelism
     from benchmarks.service import markdown, run_service_bench
 
     overhead = fast_path()
     parallel = parallelism()
-    report = run_service_bench(jobs, latency_runs, rounds, log=lambda s: click.echo(s, err=True))
+    report = run_service_bench(jobs, latency_runs, rounds, log=lambda s: click.echo(s, err=True), signing=signing)
     report.update(pipeline_overhead=overhead, parallelism=parallel)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "service.json").write_text(json.dumps(report, indent=2))
@@ -112,6 +113,10 @@ def service(jobs: int, latency_runs: int, rounds: int, out_dir: Path) -> None:
         click.echo(f"{workers} worker(s): Ferret fast path / raw RQ throughput {row['fast_throughput_ratio']} "
                    f"(target >= 0.8; median of rounds {rounds_seen}), "
                    f"p50 latency {row['fast_p50_latency_ratio']} (target < 2)")
+        if "signing_throughput_ratio" in row:
+            signed_rounds = ", ".join(str(r) for r in row["signing_throughput_ratio_rounds"])
+            click.echo(f"{workers} worker(s): signed / unsigned fast path throughput {row['signing_throughput_ratio']} "
+                       f"(target >= 0.97; median of rounds {signed_rounds}), {row['signed_fast_jobs_per_s']} jobs/s")
     click.echo(f"pipeline overhead over one search: {overhead['overhead_ms']:.3f} ms "
                f"(search {overhead['search_median_ms']:.3f} ms, pipeline {overhead['pipeline_median_ms']:.3f} ms)")
     click.echo(f"compound query, backend at {parallel['backend_latency_ms']:.0f} ms a search: "

@@ -30,6 +30,7 @@ from ferret.job_ids import job_id_for
 from ferret.replication import ReplicaWait
 from ferret.results import ResultStore
 from ferret.settings import Settings
+from ferret.signing import sign_job
 from ferret.store_conn import store_client
 from ferret.tracing import new_trace_id
 from rq_wing.producer_side import RQQueues, workers_serving
@@ -92,7 +93,9 @@ class Producer:
         self.settings = settings
         self.clock = RedisClock(client)  # the workers judge the deadline on Redis's clock too
         self.results = ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds,
-                                   settings.cache.max_entries, settings.service.ttls(), self.clock)
+                                   settings.cache.max_entries, settings.service.ttls(), self.clock,
+                                   signing_key=settings.security.key())
+        self._signing_key = settings.security.key()  # jobs are signed with it (ferret.signing)
         self.queues = RQQueues(client, self.clock)
         self.replicas = ReplicaWait(client, settings.redis.min_replicas_acked, settings.redis.replica_ack_timeout_ms)
         self.store = store_client(settings, client)  # where the namespaces' versions are
@@ -157,7 +160,10 @@ class Producer:
         """Put the job on its queue (and on enough replicas, when asked)."""
         envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id,
                                    now=self.clock.time())
-        self.queues.enqueue(request.queue, envelope.to_payload(), job_id,
+        payload = envelope.to_payload()
+        if self._signing_key is not None:
+            payload = sign_job(self._signing_key, job_id, payload)
+        self.queues.enqueue(request.queue, payload, job_id,
                             timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
                             result_ttl=self.settings.service.ttls()[request.queue][0])
         self.replicas(f"the enqueue of job {job_id}")

@@ -73,7 +73,8 @@ def build_resources(settings: Settings, client: redis.Redis, index_root: Path | 
         results=ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds,
                              settings.cache.max_entries, settings.service.ttls(), clock,
                              replicas or ReplicaWait(client, settings.redis.min_replicas_acked,
-                                                     settings.redis.replica_ack_timeout_ms)),
+                                                     settings.redis.replica_ack_timeout_ms),
+                             settings.security.key()),
         name=f"{socket.gethostname()}:{os.getpid()}",
         scorer=LLMScorer(settings.rerank) if settings.rerank.enabled else None,
         agent_chat=ChatClient(settings.agent, failure=AgentFailed, temperature=settings.agent.temperature)

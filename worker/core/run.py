@@ -20,6 +20,7 @@ from ferret.contract import ResultItem, RetrievalRequest
 from ferret.envelope import JobEnvelope
 from ferret.errors import BackendError, InvalidRequest, JobRefused
 from ferret.job_ids import binds
+from ferret.signing import job_signature_problem
 from ferret.stats import JobStats
 from ferret.tracing import Span, SpanCollector, new_span_id
 from worker.agent.job import AgentAnswer, agent_wanted, run_agent
@@ -139,6 +140,11 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
     started_at = ctx.now()  # Redis's clock: the producer's enqueue time and deadline are on it too
     started_ns = int(started_at * 1e9)
     tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans, clock_ns=lambda: int(ctx.now() * 1e9))
+    key = ctx.results.signing_key
+    problem = job_signature_problem(key, job_id, payload) if key is not None else None
+    if problem is not None:
+        record_refusal(ctx, job_id, origin or "?", "bad_signature", problem)
+        raise JobRefused("bad_signature", problem)
     try:
         env = JobEnvelope.parse(payload, ctx.settings.limits)
     except InvalidRequest as exc:  # no producer enqueues this: whose id it names is unknown
