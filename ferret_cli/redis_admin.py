@@ -47,10 +47,13 @@ def start(ctx: click.Context) -> None:
 
 
 @redis.command()
+@click.option("--show-password", is_flag=True, help="Print the password too (for a tool that connects with it).")
 @click.pass_context
-def url(ctx: click.Context) -> None:
-    """Print the URL Ferret uses (e.g. rq info -u "$(ferret redis url)")."""
-    click.echo(_configured(ctx) or shared_redis(settings_of(ctx)).url)
+def url(ctx: click.Context, show_password: bool) -> None:
+    """Print the URL Ferret uses, its password redacted unless asked
+    (rq info -u "$(ferret redis url --show-password)")."""
+    found = _configured(ctx) or shared_redis(settings_of(ctx)).url
+    click.echo(found if show_password else redacted(found))
 
 
 @redis.command()

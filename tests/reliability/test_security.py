@@ -64,6 +64,10 @@ def test_acl_user_and_password_work_and_never_show(tmp_path):
                         {**_base_env(), "FERRET_REDIS__URL": f"redis://ferret:wrong-{PASSWORD}@127.0.0.1:{port}/0"})
         assert wrong.returncode != 0 and PASSWORD not in wrong.stdout + wrong.stderr
         assert "***" in wrong.stderr
+        env = {**_base_env(), "FERRET_REDIS__URL": url}
+        shown = _ferret(["redis", "url"], env)
+        assert shown.stdout.strip() == f"redis://ferret:***@127.0.0.1:{port}/0"
+        assert _ferret(["redis", "url", "--show-password"], env).stdout.strip() == url  # asked for: rq info needs it
     finally:
         server.terminate()
         server.wait(timeout=10)
