@@ -229,7 +229,7 @@ class _Observed:
         except Exception:
             logger.exception("job=%s cannot read or write the result for its observers", job.id)
             return
-        if report is not None:
+        if report is not None and not report.dropped:  # a dropped late result was logged as dropped
             after_job(self.ferret_observers, report)
 
     def _stored_report(self, job: Job) -> JobReport | None:

@@ -17,6 +17,7 @@ class JobReport:
     result: RetrievalResult  # as stored: the one final result of the job
     request: RetrievalRequest | None  # None when the payload carried no valid request
     trace: dict[str, Any] | None = None  # the trace as stored with the result, when the job wrote one
+    dropped: bool = False  # this run's result was not kept: another run of the job had stored one first
 
 
 Observer = Callable[[JobReport], None]

@@ -117,6 +117,14 @@ def refused_reason(job: Any) -> str | None:
     return found.group(1) if found else None
 
 
+class ResultDropped(Exception):
+    """The job's result was not kept: another run of the job stored one first."""
+
+    def __init__(self, result: RetrievalResult) -> None:
+        super().__init__(result.job_id)
+        self.result = result
+
+
 def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: SpanCollector,
                      cache: tuple[str, bytes, int] | None) -> tuple[RetrievalResult, dict[str, Any]]:
     """Write the result and its trace. A trace id is one job's: when the
@@ -125,7 +133,13 @@ def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: Span
     for _ in range(3):
         trace = {"trace_id": tracer.trace_id, "job_id": result.job_id,
                  "spans": [s.to_dict() for s in tracer.spans], "dropped_spans": tracer.dropped}
-        if ctx.results.write(result, trace, cache) is not WriteOutcome.TRACE_TAKEN:
+        outcome = ctx.results.write(result, trace, cache)
+        if outcome is WriteOutcome.ALREADY_FINAL:
+            logger.warning("job=%s finished %s here, but another run of it had stored its result first (this "
+                           "worker was taken for lost and the job re-run): this result is dropped",
+                           result.job_id, result.status)
+            raise ResultDropped(result)
+        if outcome is not WriteOutcome.TRACE_TAKEN:
             return result, trace
         logger.warning("job=%s trace id %s belongs to another job; using a new one", result.job_id, tracer.trace_id)
         tracer.trace_id = new_trace_id()

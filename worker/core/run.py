@@ -28,6 +28,7 @@ from worker.agent.loop import empty_stats
 from worker.core.report import JobReport
 from worker.core.resources import WorkerResources
 from worker.core.results import (
+    ResultDropped,
     build_result,
     record_refusal,
     stamps_of,
@@ -178,7 +179,10 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
                              **fields)
             result = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
-    result, trace = write_with_trace(ctx, result, tracer, outcome.cache)
+    try:
+        result, trace = write_with_trace(ctx, result, tracer, outcome.cache)
+    except ResultDropped as dropped:  # a late run: the job's one result is another run's
+        return JobReport(dropped.result, request, None, dropped=True)
     took = (ctx.now() - started_at) * 1000
     logger.debug("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
     return JobReport(result, request, trace)

@@ -114,3 +114,13 @@ def test_fallbacks_are_counted_by_outcome(ctx, monkeypatch):
     metrics.record(run_job(ctx, _payload("anything at all"), job_id_for("default", None)).result, "local")
     assert metrics.registry.get_sample_value("ferret_fallbacks_total", {"outcome": "ok"}) == 1
     assert metrics.registry.get_sample_value("ferret_fallbacks_total", {"outcome": "failed"}) == 0
+
+
+def test_a_late_run_whose_result_is_not_kept_says_so(ctx, caplog):
+    job_id = job_id_for("default", None)
+    first = run_job(ctx, _payload(), job_id)
+    assert not first.dropped
+    late = run_job(ctx, _payload(), job_id)  # the same job run again (its worker was taken for lost)
+    assert late.dropped and late.trace is None
+    assert ctx.results.read(job_id).trace_id == first.result.trace_id  # the first result stays
+    assert "this result is dropped" in caplog.text
