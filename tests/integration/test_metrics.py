@@ -56,7 +56,10 @@ def test_counts_are_exact(worker_class, producer, sample_namespace, start_worker
     # identical prefetch requests in flight are coalesced into one job: count jobs, not requests
     results = list({r.job_id: r for r in (producer.wait(h, 30) for h in handles)}.values())
     assert producer.wait(expired, 30).status == "expired"
-    assert producer.wait(bad.id, 30).status == "failed"
+    deadline = time.monotonic() + 30  # an invalid payload is refused: no result, a count
+    while bad.get_status(refresh=True) != "failed" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert producer.result(bad.id) is None
     time.sleep(0.2)  # the main process records right after the job's result is written
     m = wait_for_metrics(port)
 
@@ -68,8 +71,9 @@ def test_counts_are_exact(worker_class, producer, sample_namespace, start_worker
     assert value("ferret_jobs_total", queue="prefetch", status="ok") == ok_prefetch
     assert value("ferret_jobs_total", queue="batch", status="ok") == ok_batch
     assert value("ferret_jobs_total", queue="prefetch", status="expired") == 1
-    assert value("ferret_jobs_total", queue="prefetch", status="failed") == 1  # counted on the queue it came from
-    assert sum(v for (n, _), v in m.items() if n == "ferret_jobs_total") == len(results) + 2
+    assert value("ferret_jobs_total", queue="prefetch", status="failed") == 0  # the invalid payload is no job:
+    assert value("ferret_refused_entries_total", reason="malformed_job") == 1  # it is a refusal
+    assert sum(v for (n, _), v in m.items() if n == "ferret_jobs_total") == len(results) + 1
     assert value("ferret_deadline_misses_total", phase="queued") == 1
     ran = [r for r in results if not r.stats.cache_hit]  # cache hits did not run the pipeline
     hits = len(results) - len(ran)

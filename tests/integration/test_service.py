@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from rq.suspension import resume, suspend
 from ferret.contract import FINAL_STATUSES, JOB_FUNCTION
 from ferret.errors import ResultTimeout
 from producer.client import JobState
+from worker.core.results import REFUSAL_LOG
 from worker.fakes.nous_server import nous_env
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
@@ -90,13 +92,17 @@ def test_malformed_payload_on_the_queue_fails_clearly_and_worker_keeps_serving(
     good = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace})
     start_workers(1)
     assert producer.wait(good, 20).status == "ok"
-    errors = []
-    for job in bad:
-        result = producer.wait(job.id, 10)
-        assert result is not None and result.status == "failed"
-        errors.append(result.error)
+    deadline = time.monotonic() + 10
+    refused: dict[str, str] = {}
+    while len(refused) < len(bad) and time.monotonic() < deadline:
+        logged = map(json.loads, redis_client.lrange(REFUSAL_LOG, 0, -1))
+        refused = {entry["job_id"]: entry["message"] for entry in logged}
+        time.sleep(0.05)
+    errors = [refused.get(job.id, "") for job in bad]  # refused, naming the field; no result under their ids
     assert "payload" in errors[0] and "query" in errors[1] and "namespace" in errors[2]
     assert "enqueued_at" in errors[3]
+    assert all(producer.result(job.id) is None for job in bad)
+    assert producer.wait(producer.enqueue({"query": "SOL", "namespace": sample_namespace}), 20).status == "ok"
 
 
 def test_prefetch_is_served_before_batch(producer, sample_namespace, start_workers):
