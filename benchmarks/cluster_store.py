@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import redis
+from redis.cluster import RedisCluster
 
 from benchmarks.common import percentile, wait_or_kill
 from benchmarks.redis_cluster import RedisClusterSet, free_port
@@ -192,7 +193,8 @@ def _load(store: redis.Redis, tenants: int, per_tenant: int, seed: int) -> float
 
 
 def _spread(cluster: RedisClusterSet, store: redis.Redis, tenants: int) -> list[dict[str, Any]]:
-    owners = Counter(cluster.primary_of(keys.memories(f"t{t}")) for t in range(tenants))
+    assert isinstance(store, RedisCluster)
+    owners = Counter(store.get_node_from_key(keys.memories(f"t{t}")).port for t in range(tenants))
     rows = []
     for port, role in sorted(cluster.roles().items()):
         if role != "master":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -47,6 +48,20 @@ def wait_or_kill(process: subprocess.Popen[bytes], seconds: float, what: str) ->
         process.kill()
         process.wait()
         raise RuntimeError(f"{what} within {seconds:g} s (pid {process.pid}); killed") from None
+
+
+def stop_processes(processes: Iterable[subprocess.Popen[bytes]], seconds: float = 10) -> None:
+    """SIGTERM every process still running, then wait for each (killed past ``seconds``)."""
+    processes = list(processes)
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def write_json(path: Path | None, data: object) -> None:

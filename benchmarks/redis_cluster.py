@@ -17,7 +17,8 @@ from pathlib import Path
 
 import redis
 
-from ferret.embedded_redis import redis_server_binary
+from benchmarks.common import stop_processes
+from ferret.embedded_redis import redis_server_binary, wait_until_answering
 
 
 def redis_cli_binary() -> str:
@@ -76,14 +77,8 @@ class RedisClusterSet:
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
              "--cluster-node-timeout", str(self.node_timeout_ms), "--save", "", "--appendonly", "no"],
             stdout=(folder / "log").open("ab"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if redis.Redis(port=port).ping():
-                    return
-            except redis.RedisError:
-                time.sleep(0.05)
-        raise RuntimeError(f"redis-server on port {port} did not answer within 10 s")
+        if not wait_until_answering(redis.Redis(port=port, socket_timeout=0.5), self.processes[port], 10):
+            raise RuntimeError(f"redis-server on port {port} did not answer within 10 s")
 
     def _info(self, port: int) -> dict[str, str]:
         raw = redis.Redis(port=port, socket_timeout=2).execute_command("CLUSTER INFO")
@@ -152,11 +147,4 @@ class RedisClusterSet:
         raise RuntimeError(f"no replica took over from port {dead} within {seconds:.0f} s")
 
     def stop(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes.values():
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_processes(self.processes.values())

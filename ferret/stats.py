@@ -2,9 +2,10 @@
 
 Every field is optional and a job records what applies to it: a job that
 ran the pipeline has the pipeline's counters and timings, a cache hit has
-``cache_hit`` and the cached run's counters, a refused queue entry only
-``refused``. The stored JSON leaves out what is unset, so readers of results
-see the same documents as before this record existed. Unknown keys in a
+``cache_hit`` and the cached run's counters. (``refused`` is only read:
+results of earlier versions carry it; a refusal now writes no result.) The
+stored JSON leaves out what is unset, so readers of results see the same
+documents as before this record existed. Unknown keys in a
 stored document (older versions) are ignored on reading.
 """
 
@@ -66,7 +67,7 @@ class JobStats(BaseModel):
     agent: dict[str, Any] | None = None
     # The job around the pipeline.
     cache_hit: bool | None = None
-    refused: str | None = None  # why a queue entry was not run (see rq_wing.intake)
+    refused: str | None = None  # read from earlier versions' results only: a refusal now writes none
     truncated: bool | None = None  # the result was cut to fit limits.max_result_bytes
 
     def to_json(self) -> dict[str, Any]:

@@ -277,7 +277,7 @@ _CLASSES: dict[tuple[str, bool], type[Worker]] = {  # (name, lean bookkeeping) -
 WORKER_CLASSES = tuple(dict.fromkeys(name for name, _ in _CLASSES))  # the names users give
 
 
-def _refused(context: WorkerResources, metrics: FerretMetrics, observers: list[Observer], refusal: Refusal) -> None:
+def _refused(context: WorkerResources, metrics: FerretMetrics, refusal: Refusal) -> None:
     """A queue entry the worker will not run: counted; RQ's failed registry
     (when its hash was read) and the refusal log (when it names a usable job
     id). No result is written under the id: an entry anyone can write must
@@ -345,7 +345,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     observers = _observers(context, metrics, name)
 
     def on_refused(refusal: Refusal) -> None:
-        _refused(context, metrics, observers, refusal)
+        _refused(context, metrics, refusal)
 
     queue_class = guarded_queue_class(on_refused, lean)
     job_class = bounded_job_class(settings.limits.job_data_cap())  # a job's data inflated under a cap

@@ -277,9 +277,6 @@ class FerretMetrics:
                 self.retriever_errors.labels(retriever).inc(count)
 
     def _record_stats(self, stats: JobStats, backend: str) -> None:
-        if stats.refused in REFUSAL_REASONS:
-            self.refused.labels(stats.refused).inc()
-            return
         if stats.cache_hit is not None:
             self.cache.labels("hit" if stats.cache_hit else "miss").inc()
         for stage, ms in (stats.stage_ms or {}).items():

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import redis
 
+from benchmarks.common import stop_processes
 from tests.conftest import free_port, redis_server_path, wait_for_redis
 
 SERVICE = "ferret"
@@ -104,11 +105,4 @@ class SentinelSet:
         raise RuntimeError("no replica was promoted within 30 s")
 
     def stop(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes.values():
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_processes(self.processes.values())

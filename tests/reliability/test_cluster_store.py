@@ -37,10 +37,6 @@ def cluster(tmp_path_factory):
     found.stop()
 
 
-def _shard_of(cluster: RedisClusterSet, key: str) -> int:
-    return cluster.primary_of(key)
-
-
 def test_jobs_are_served_from_a_cluster_store_and_each_namespace_stays_on_one_shard(cluster, env, redis_client,
                                                                                      tmp_path):
     store_env = {**env, "FERRET_BACKEND__LOCAL__STORE_URL": cluster.url}
@@ -61,7 +57,7 @@ def test_jobs_are_served_from_a_cluster_store_and_each_namespace_stays_on_one_sh
             keys.memories(namespace), keys.memory_version(namespace), keys.changes(namespace),
             keys.embeddings(namespace), keys.index_snapshot(namespace), keys.affinity(namespace, "m1"))}
         assert len(slots) == 1, (namespace, slots)
-    shards = Counter(_shard_of(cluster, keys.memories(ns)) for ns in NAMESPACES)
+    shards = Counter(cluster.primary_of(keys.memories(ns)) for ns in NAMESPACES)
     assert len(shards) == 3, shards  # twelve tenants over three primaries: each primary holds some
 
     workers = [subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "--worker-class", kind],

@@ -43,8 +43,12 @@ def test_a_sentinel_url_names_sentinels_service_and_db():
     ("redis+sentinel://h1:26379/", "no service name"),
     ("redis+sentinel://h1:26379/ferret/x", "db 'x'"),
     ("redis+sentinel://:secret@h1:26379/ferret?socket_timeout=1", "unknown parameter"),
+    ("redis+cluster://", "no cluster node"),
+    ("redis+cluster://:secret@h1", "not host:port"),
+    ("redis+cluster://:secret@h1:7000/3", "only db 0"),
+    ("redis+cluster://:secret@h1:7000?socket_timeout=1", "no parameters"),
 ])
-def test_a_bad_sentinel_url_says_what_is_wrong_without_the_password(url, names):
+def test_a_bad_sentinel_or_cluster_url_says_what_is_wrong_without_the_password(url, names):
     with pytest.raises(ConfigError, match=names) as caught:
         client_for(url)
     assert "secret" not in str(caught.value)
@@ -61,18 +65,6 @@ def test_a_cluster_url_names_its_nodes_and_is_redacted():
     assert address.nodes == (("10.0.0.1", 7000), ("::1", 7001))
     assert (address.username, address.password, address.ssl) == ("app", "p@ss", True)
     assert redacted("redis+cluster://:secret@h1:7000,h2:7001") == "redis+cluster://:***@h1:7000,h2:7001"
-
-
-@pytest.mark.parametrize(("url", "names"), [
-    ("redis+cluster://", "no cluster node"),
-    ("redis+cluster://:secret@h1", "not host:port"),
-    ("redis+cluster://:secret@h1:7000/3", "only db 0"),
-    ("redis+cluster://:secret@h1:7000?socket_timeout=1", "no parameters"),
-])
-def test_a_bad_cluster_url_says_what_is_wrong_without_the_password(url, names):
-    with pytest.raises(ConfigError, match=names) as caught:
-        client_for(url)
-    assert "secret" not in str(caught.value)
 
 
 def test_an_unreachable_cluster_is_one_line_without_the_password():
