@@ -94,8 +94,7 @@ class Producer:
         self.clock = RedisClock(client)  # the workers judge the deadline on Redis's clock too
         self.results = ResultStore(client, settings.service.result_ttl_seconds, settings.service.trace_ttl_seconds,
                                    settings.cache.max_entries, settings.service.ttls(), self.clock,
-                                   signing_key=settings.security.key())
-        self._signing_key = settings.security.key()  # jobs are signed with it (ferret.signing)
+                                   signing_key=settings.security.key())  # jobs are signed with it too
         self.queues = RQQueues(client, self.clock)
         self.replicas = ReplicaWait(client, settings.redis.min_replicas_acked, settings.redis.replica_ack_timeout_ms)
         self.store = store_client(settings, client)  # where the namespaces' versions are
@@ -161,8 +160,8 @@ class Producer:
         envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id,
                                    now=self.clock.time())
         payload = envelope.to_payload()
-        if self._signing_key is not None:
-            payload = sign_job(self._signing_key, job_id, payload)
+        if self.results.signing_key is not None:
+            payload = sign_job(self.results.signing_key, job_id, payload)
         self.queues.enqueue(request.queue, payload, job_id,
                             timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
                             result_ttl=self.settings.service.ttls()[request.queue][0])
