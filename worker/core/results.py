@@ -19,7 +19,7 @@ from ferret.contract import (
     parse_request,
 )
 from ferret.envelope import JobEnvelope, deadline_of, epoch_field
-from ferret.errors import FerretError, InvalidRequest
+from ferret.errors import FerretError, InvalidRequest, JobRefused
 from ferret.job_ids import binds
 from ferret.results import WriteOutcome
 from ferret.settings import LimitSettings
@@ -89,10 +89,11 @@ REFUSAL_LOG = "ferret:refused"
 REFUSAL_LOG_LENGTH = 1000
 
 
-def record_refusal(ctx: WorkerResources, job_id: str | None, queue: str, reason: str, message: str) -> None:
+def record_refusal(ctx: WorkerResources, job_id: str | None, queue: str, reason: str, message: str) -> JobRefused:
     """Note a refused entry where no request's owner reads it: the newest ``REFUSAL_LOG_LENGTH``
-    refusals in one list (``ferret:refused``), besides the log line and the metric. Nothing is
-    written under the job id: whoever owns that id may still send its request."""
+    refusals in one list (``ferret:refused``), and a log line. Nothing is written under the job
+    id: whoever owns that id may still send its request. Returns the refusal, for a caller that
+    raises it."""
     entry = {"at": round(ctx.now(), 3), "queue": queue[:60], "job_id": (job_id or "")[:100], "reason": reason,
              "message": _safe_text(message, 300), "worker": ctx.name}
     with ctx.client.pipeline(transaction=True) as pipe:
@@ -100,6 +101,7 @@ def record_refusal(ctx: WorkerResources, job_id: str | None, queue: str, reason:
         pipe.ltrim(REFUSAL_LOG, 0, REFUSAL_LOG_LENGTH - 1)
         pipe.execute()
     logger.warning("job=%s refused (%s): %s", job_id, reason, message)
+    return JobRefused(reason, message)
 
 
 _REFUSED = re.compile(r"JobRefused: refused by Ferret \((\w+)\)")

@@ -18,7 +18,7 @@ from typing import Any
 from ferret.cache import cache_entry, cache_key, cacheable, read_entry
 from ferret.contract import ResultItem, RetrievalRequest
 from ferret.envelope import JobEnvelope
-from ferret.errors import BackendError, InvalidRequest, JobRefused
+from ferret.errors import BackendError, InvalidRequest
 from ferret.job_ids import binds
 from ferret.signing import job_signature_problem
 from ferret.stats import JobStats
@@ -144,21 +144,17 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
     key = ctx.results.signing_key
     problem = job_signature_problem(key, job_id, payload) if key is not None else None
     if problem is not None:
-        record_refusal(ctx, job_id, origin or "?", "bad_signature", problem)
-        raise JobRefused("bad_signature", problem)
+        raise record_refusal(ctx, job_id, origin or "?", "bad_signature", problem)
     try:
         env = JobEnvelope.parse(payload, ctx.settings.limits)
     except InvalidRequest as exc:  # no producer enqueues this: whose id it names is unknown
-        message = f"invalid request: {exc}"
-        record_refusal(ctx, job_id, origin or "?", "malformed_job", message)
-        raise JobRefused("malformed_job", message) from None
+        raise record_refusal(ctx, job_id, origin or "?", "malformed_job", f"invalid request: {exc}") from None
     request = env.request
     if env.trace_id:
         tracer.trace_id = env.trace_id
     if not binds(job_id, request.namespace, request.request_id):
-        message = "job id does not belong to the request's namespace and request id; not run"
-        record_refusal(ctx, job_id, origin or "?", "tenant_mismatch", message)
-        raise JobRefused("tenant_mismatch", message)
+        raise record_refusal(ctx, job_id, origin or "?", "tenant_mismatch",
+                             "job id does not belong to the request's namespace and request id; not run")
     with tracer.span("job", queue=request.queue, namespace=request.namespace) as root:
         tracer.root_span_id = root.span_id
         root.start_time_unix_nano = min(started_ns, int(env.enqueued_at * 1e9))
