@@ -12,7 +12,8 @@ explicit clear (the seed's open problem). Only ``ok`` results are cached.
 The same key serves to coalesce identical prefetch requests in flight.
 
 What is cached: the results, the context and the run's stats less what
-belongs to that one run (its backend calls and stage timings). A result
+belongs to that one run (its backend calls and stage timings), packed
+(``ferret.packed``). An entry that does not read as one is a miss. A result
 whose asked-for re-rank fell back is not cached: the next ask may get it.
 """
 
@@ -23,9 +24,12 @@ import json
 
 from ferret import __version__, keys
 from ferret.contract import ResultItem, RetrievalRequest
+from ferret.packed import pack, unpack
 from ferret.settings import Settings
 from ferret.stats import JobStats
 from ferret.text import cache_form
+
+ENTRY_CAP_BYTES = 16 * 1024 * 1024  # far above any answer (limits.max_result_bytes: 2 MB)
 
 
 def normalise(query: str) -> str:
@@ -81,11 +85,12 @@ def cache_entry(results: list[ResultItem], context: str, stats: JobStats) -> byt
     """The stored form of a cacheable answer."""
     entry = {"results": [r.model_dump(mode="json") for r in results], "context": context,
              "stats": stats.model_dump(mode="json", exclude_none=True, exclude=_PER_RUN)}
-    return json.dumps(entry).encode()
+    return pack(json.dumps(entry).encode())
 
 
 def read_entry(raw: bytes | str, looked_up_ms: float) -> tuple[list[ResultItem], str, JobStats]:
-    """A cached answer: its results, context, and stats marked as a hit."""
-    data = json.loads(raw)
+    """A cached answer: its results, context, and stats marked as a hit; a
+    ``ValueError`` (or ``KeyError``, ``TypeError``) when what is stored is not one."""
+    data = json.loads(unpack(raw, ENTRY_CAP_BYTES))
     stats = JobStats.model_validate({**data["stats"], "cache_hit": True, "stage_ms": {"cache": looked_up_ms}})
     return [ResultItem.model_validate(item) for item in data["results"]], data["context"], stats

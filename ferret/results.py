@@ -1,8 +1,8 @@
 """Results and traces in Redis: written once, read and waited on.
 
 The worker writes a final result, its trace and a "done" token in one Lua
-script: the first final result for a job wins (a job re-run after a crash
-cannot replace it), a trace id already holding another job's trace is never
+script (result and trace packed: ``ferret.packed``): the first final result
+for a job wins (a job re-run after a crash cannot replace it), a trace id already holding another job's trace is never
 overwritten (nothing is written and the caller picks a new id), and every
 key gets a TTL. Waiters block on the done list
 (BLPOP) instead of polling, and put the token back for other waiters.
@@ -28,6 +28,7 @@ from ferret import keys
 from ferret.clock import Clock, RedisClock
 from ferret.contract import RetrievalResult
 from ferret.errors import BadResult, ForeignResult
+from ferret.packed import UnpackFailed, pack, unpack
 from ferret.replication import ReplicaWait
 from ferret.signing import result_signature_holds, sign_result, split_result
 
@@ -106,7 +107,7 @@ class ResultStore:
         result_ttl, trace_ttl = self.by_queue.get(result.queue, (self.result_ttl, self.trace_ttl))
         written = self._write_once(
             keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key, keys.cache_index()],
-            args=[self._signed(result), to_json(trace) if trace else b"",
+            args=[pack(self._signed(result)), pack(to_json(trace)) if trace else b"",
                   result_ttl, trace_ttl, cache_value, cache_ttl, self.clock.time(), self.cache_max_entries],
         )
         if self.replicas is not None:
@@ -129,7 +130,11 @@ class ResultStore:
             return None
         if len(raw) > READ_CAP_BYTES:
             raise BadResult(job_id, f"is larger than any result ({READ_CAP_BYTES:,} bytes read)")
-        body, signature = split_result(raw if isinstance(raw, bytes) else str(raw).encode())
+        try:
+            stored = unpack(raw, READ_CAP_BYTES)
+        except UnpackFailed as exc:
+            raise BadResult(job_id, f"is not a result ({exc})") from None
+        body, signature = split_result(stored)
         if self.signing_key is not None and not result_signature_holds(self.signing_key, body, signature):
             raise ForeignResult(job_id, "is not signed with the shared key" if signature is None
                                 else "has a signature that does not match (another key, or changed)")
@@ -168,7 +173,7 @@ class ResultStore:
         not a trace of ours (read as untrusted input, at most ``READ_CAP_BYTES``)."""
         try:
             raw = self.client.getrange(keys.trace(trace_id), 0, READ_CAP_BYTES)
-            found = json.loads(raw) if raw and len(raw) <= READ_CAP_BYTES else None
-        except (redis.ResponseError, ValueError):
+            found = json.loads(unpack(raw, READ_CAP_BYTES)) if raw and len(raw) <= READ_CAP_BYTES else None
+        except (redis.ResponseError, ValueError):  # UnpackFailed is a ValueError
             return None
         return found if _is_trace(found) else None

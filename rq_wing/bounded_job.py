@@ -12,13 +12,13 @@ compressed twice would be a bomb behind a small first layer).
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 from rq.job import Job
 
+from ferret.inflate import InflatesTooLarge, inflate_capped
+
 DEFAULT_CAP_BYTES = 1024 * 1024
-_STEP = 64 * 1024
 _NOT_ZLIB = b"\x00"  # what RQ's restore is given instead of the data: zlib refuses it at once
 
 
@@ -29,23 +29,11 @@ class JobDataTooLarge(ValueError):
 def inflate(data: bytes, cap: int) -> bytes:
     """``data`` inflated, at most ``cap`` bytes of it, else ``JobDataTooLarge``;
     data that is not a whole zlib stream is returned as it is (RQ's rule)."""
-    inflater = zlib.decompressobj()
-    out = bytearray()
-    pending = data
     try:
-        while True:
-            out += inflater.decompress(pending, min(_STEP, cap + 1 - len(out)))
-            if len(out) > cap:
-                raise JobDataTooLarge(f"job data inflates past {cap:,} bytes")
-            pending = inflater.unconsumed_tail
-            if not pending:
-                break
-        out += inflater.flush(cap + 1 - len(out))
-    except zlib.error:
-        return data
-    if len(out) > cap:
-        raise JobDataTooLarge(f"job data inflates past {cap:,} bytes")
-    return bytes(out) if inflater.eof else data
+        inflated = inflate_capped(data, cap)
+    except InflatesTooLarge:
+        raise JobDataTooLarge(f"job data inflates past {cap:,} bytes") from None
+    return data if inflated is None else inflated
 
 
 class BoundedJob(Job):

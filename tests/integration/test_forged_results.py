@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zlib
 
 import pytest
 
 from ferret import keys
 from ferret.errors import BadResult, ForeignResult
 from ferret.job_ids import job_id_for
+from ferret.packed import MARK, unpack
 from ferret_cli import exit_codes
 from tests.conftest import ROOT
 
@@ -28,10 +30,11 @@ def real_result(producer, sample_namespace, start_workers):
     start_workers(1)
     handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "request_id": "real"})
     assert producer.wait(handle, 20).status == "ok"
-    return json.loads(producer.client.get(keys.result(handle.job_id)))
+    return json.loads(unpack(producer.client.get(keys.result(handle.job_id)), 1 << 20))
 
 
-@pytest.mark.parametrize("plant", ["garbage", "wrong_shape", "wrong_type", "other_job"])
+@pytest.mark.parametrize("plant", ["garbage", "wrong_shape", "wrong_type", "other_job", "packed_garbage",
+                                   "packed_bomb"])
 def test_a_bad_stored_result_is_a_typed_error_and_exit_code_6(plant, real_result, producer, redis_client, env):
     job_id = job_id_for("victim", "r1")
     key = keys.result(job_id)
@@ -41,6 +44,10 @@ def test_a_bad_stored_result_is_a_typed_error_and_exit_code_6(plant, real_result
         redis_client.set(key, json.dumps({"job_id": job_id, "status": "ok", "results": "all of them"}))
     elif plant == "wrong_type":
         redis_client.rpush(key, "a list")
+    elif plant == "packed_garbage":
+        redis_client.set(key, MARK + b"not zlib")
+    elif plant == "packed_bomb":  # 64 MiB of zeros in ~64 KB: inflated no further than the read cap
+        redis_client.set(key, MARK + zlib.compress(b"0" * (64 << 20), 9))
     else:
         redis_client.set(key, json.dumps(real_result))  # a real answer, of another job and tenant
     with pytest.raises(ForeignResult if plant == "other_job" else BadResult):

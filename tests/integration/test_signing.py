@@ -18,6 +18,7 @@ from ferret import keys
 from ferret.contract import JOB_FUNCTION
 from ferret.errors import ForeignResult
 from ferret.job_ids import job_id_for
+from ferret.packed import unpack
 from ferret.settings import load_settings
 from ferret_cli import exit_codes
 from producer.client import Producer
@@ -49,7 +50,7 @@ def test_signed_jobs_run_and_unsigned_or_missigned_ones_are_refused(signed, redi
     _, producer = signed
     answer = producer.wait(producer.enqueue({"query": "BTC thesis", "namespace": "sample"}), 20)
     assert answer.status == "ok" and answer.results
-    stored = json.loads(redis_client.get(keys.result(answer.job_id)))
+    stored = json.loads(unpack(redis_client.get(keys.result(answer.job_id)), 1 << 20))
     assert len(stored["signature"]) == 64  # the worker signed it
     now = time.time()
     unsigned_id = job_id_for("sample", "unsigned")
@@ -68,7 +69,7 @@ def test_a_result_not_signed_with_the_key_is_forged(signed, redis_client):
     signed_env, producer = signed
     real = producer.wait(producer.enqueue({"query": "BTC thesis", "namespace": "sample", "request_id": "s1"}), 20)
     job_id = job_id_for("sample", "s2")
-    forged = json.loads(redis_client.get(keys.result(real.job_id)))
+    forged = json.loads(unpack(redis_client.get(keys.result(real.job_id)), 1 << 20))
     forged.pop("signature")
     forged.update(job_id=job_id, request_id="s2")  # well formed, the right job, tenant and request
     redis_client.set(keys.result(job_id), json.dumps(forged))

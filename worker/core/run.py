@@ -72,7 +72,11 @@ def _cached(ctx: WorkerResources, env: JobEnvelope, request: RetrievalRequest,
     looked_up_ms = round(span.duration_ms, 3)
     if raw is None:
         return key, looked_up_ms, None
-    results, context, stats = read_entry(raw, looked_up_ms)
+    try:
+        results, context, stats = read_entry(raw, looked_up_ms)
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.warning("cache entry %s is not an answer (%s): served as a miss", key, str(exc)[:200])
+        return key, looked_up_ms, None
     return key, looked_up_ms, _Outcome("ok", results, context, stats=stats)
 
 
