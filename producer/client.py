@@ -164,7 +164,7 @@ class Producer:
             payload = sign_job(self.results.signing_key, job_id, payload)
         self.queues.enqueue(request.queue, payload, job_id,
                             timeout=max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999)),
-                            result_ttl=self.settings.service.ttls()[request.queue][0])
+                            failure_ttl=self.settings.service.ttls()[request.queue][0])
         self.replicas(f"the enqueue of job {job_id}")
         return envelope
 
@@ -261,5 +261,6 @@ class Producer:
             raise JobNotFound(f"no finished job {job_id}")
         trace = self.results.trace(found.trace_id)
         if trace is None:
-            raise JobNotFound(f"no trace for job {job_id} (expired, or the job failed before tracing)")
+            raise JobNotFound(f"no trace for job {job_id} (expired, not sampled: tracing.redis_sample_rate, "
+                              "or the job failed before tracing)")
         return trace

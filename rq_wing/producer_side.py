@@ -1,7 +1,11 @@
 """The producer's side of RQ: put a job envelope on a queue, read a job's RQ state.
 
 Jobs are JSON (RQ's ``JSONSerializer``), never pickle, and always name
-Ferret's one job function.
+Ferret's one job function. A job that succeeds leaves nothing of RQ's
+behind (``result_ttl=0``: RQ deletes its hash and writes no result stream):
+Ferret's own result is the answer, and RQ's stream would cost ~4.7 KB of
+Redis a job (a stream's first node) to say "finished". A failed job stays
+in RQ's failed registry for ``failure_ttl``, for an operator to look at.
 """
 
 from __future__ import annotations
@@ -31,10 +35,10 @@ class RQQueues:
             use_clock(clock)
         self._queues = {name: Queue(name, connection=client, serializer=JSONSerializer) for name in QUEUES}
 
-    def enqueue(self, queue: str, payload: dict[str, Any], job_id: str, timeout: int, result_ttl: int) -> None:
-        """Put one job on ``queue`` (RQ's hard timeout and result TTLs as given)."""
+    def enqueue(self, queue: str, payload: dict[str, Any], job_id: str, timeout: int, failure_ttl: int) -> None:
+        """Put one job on ``queue`` (RQ's hard timeout as given; see the module for the TTLs)."""
         self._queues[queue].enqueue_call(JOB_FUNCTION, args=(payload,), job_id=job_id, timeout=timeout,
-                                         result_ttl=result_ttl, failure_ttl=result_ttl)
+                                         result_ttl=0, failure_ttl=failure_ttl)
 
     def exists(self, job_id: str) -> bool:
         return bool(Job.exists(job_id, connection=self.client))
