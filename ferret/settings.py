@@ -194,6 +194,9 @@ class TracingSettings(_Strict):
 
     otlp_endpoint: str | None = None
     otlp_timeout_seconds: float = Field(5.0, gt=0, le=60)
+    # The share of ``ok`` jobs whose trace is kept in Redis (chosen by trace id, so every
+    # worker keeps the same ones); a job that ends otherwise always keeps its trace.
+    redis_sample_rate: float = Field(1.0, ge=0, le=1)
     service_name: str = Field("ferret-worker", min_length=1, max_length=200)
 
 

@@ -215,6 +215,19 @@ def bomb(ctx: click.Context, cap: int | None) -> None:
     click.echo(json.dumps(report))
 
 
+@bench.command()
+@click.option("--jobs", default=2_000, show_default=True, help="Prefetch jobs to run.")
+def footprint(jobs: int) -> None:
+    """Bytes a prefetch job leaves in Redis, by key family (a private redis-server, default settings)."""
+    from benchmarks.footprint import measure
+
+    report = measure(jobs)
+    for family, size in sorted(report["bytes_per_job"].items(), key=lambda row: -row[1]):
+        click.echo(f"{family:>24}: {size:>7,} bytes/job")
+    click.echo(f"{'total, capped cache aside':>24}: {report['total_without_capped']:>7,} bytes/job")
+    click.echo(json.dumps(report))
+
+
 def rq_version() -> str:
     from importlib.metadata import version
 

@@ -4,6 +4,7 @@ refusal writes nothing under the job id it names)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -127,15 +128,25 @@ class ResultDropped(Exception):
         self.result = result
 
 
+def trace_sampled(trace_id: str, rate: float) -> bool:
+    """Whether a trace is among the ``rate`` share kept (by its id: the same answer on every worker)."""
+    if rate >= 1:
+        return True
+    digest = hashlib.sha256(trace_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") < rate * 2**64
+
+
 def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: SpanCollector,
                      cache: tuple[str, bytes, int] | None) -> tuple[RetrievalResult, dict[str, Any]]:
     """Write the result and its trace. A trace id is one job's: when the
     payload named one another job's trace already holds, the trace (and the
     result's pointer to it) move to a fresh id instead of overwriting it."""
+    rate = ctx.settings.tracing.redis_sample_rate
     for _ in range(3):
         trace = {"trace_id": tracer.trace_id, "job_id": result.job_id,
                  "spans": [s.to_dict() for s in tracer.spans], "dropped_spans": tracer.dropped}
-        outcome = ctx.results.write(result, trace, cache)
+        kept = trace if result.status != "ok" or trace_sampled(tracer.trace_id, rate) else None
+        outcome = ctx.results.write(result, kept, cache)
         if outcome is WriteOutcome.ALREADY_FINAL:
             logger.warning("job=%s finished %s here, but another run of it had stored its result first (this "
                            "worker was taken for lost and the job re-run): this result is dropped",
