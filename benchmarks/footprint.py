@@ -1,7 +1,7 @@
 """What a prefetch job leaves in Redis, by key family.
 
-``jobs`` distinct prefetch jobs (default settings: cache on, traces kept)
-run through a worker in this process (``SimpleWorker``, burst mode, local
+``jobs`` distinct prefetch jobs (default settings: cache on, traces kept;
+a long deadline, so that every job runs and none ends ``expired``) run through a worker in this process (``SimpleWorker``, burst mode, local
 backend) on a private redis-server. Every key is then measured with
 ``MEMORY USAGE`` (all of its elements sampled) and put in a family by its
 name; the families' growth over the state before the jobs, divided by the
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ FAMILIES: tuple[tuple[str, str], ...] = (
     ("ferret done token", r"^ferret:done:"),
     ("ferret trace", r"^ferret:trace:"),
     ("ferret request id", r"^ferret:ns:[^{][^:]*:request:"),
+    ("ferret in-flight slot", r"^ferret:ns:[^{][^:]*:inflight:"),
     ("ferret cache (capped)", r"^ferret:(ns:[^{][^:]*:cache:|cache-index$)"),
     ("ferret memory store", r"^ferret:ns:\{"),
     ("rq result stream", r"^rq:results:"),
@@ -70,17 +71,18 @@ def measure(jobs: int = 2_000, environ: dict[str, str] | None = None) -> dict[st
             settings = load_settings(environ={"FERRET_REDIS__URL": server.url, **(environ or {})})
             before = bytes_by_family(client)
             producer = Producer(client, settings)
-            for number in range(jobs):
-                producer.enqueue({"query": f"funding squeeze playbook {number}", "namespace": "bench",
-                                  "queue": "prefetch"})
+            handles = [producer.enqueue({"query": f"funding squeeze playbook {number}", "namespace": "bench",
+                                         "queue": "prefetch", "deadline_seconds": 3600})  # all run, none expire
+                       for number in range(jobs)]
             build_worker(client, settings, worker_class="simple").work(
                 burst=True, logging_level="WARNING", with_scheduler=False)
             after = bytes_by_family(client)
+            statuses = Counter(result.status for handle in handles if (result := producer.result(handle)))
         finally:
             server.stop()
     per_job = {name: round((after.get(name, 0) - before.get(name, 0)) / jobs)
                for name in sorted(set(after) | set(before))}
     per_job = {name: value for name, value in per_job.items() if value}
-    return {"jobs": jobs, "bytes_per_job": per_job,
+    return {"jobs": jobs, "statuses": dict(statuses), "bytes_per_job": per_job,
             "total": sum(per_job.values()),
             "total_without_capped": sum(v for k, v in per_job.items() if k not in CAPPED)}

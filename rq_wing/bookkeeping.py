@@ -23,7 +23,9 @@ much as Ferret's fast-path pipeline, so:
   jobs are never the ``depends_on`` of another job, so there are none; and
   so a job's success is saved in one MULTI/EXEC without RQ's WATCH on the
   dependents key, with the worker's ``idle`` state and idle heart-beat (which
-  the loop would send next) in the same round trip;
+  the loop would send next) in the same round trip; a job that keeps no
+  record of its success (``result_ttl=0``: every Ferret job) is deleted in
+  that same transaction, without the reads RQ's ``Job.delete`` makes;
 - a worker that runs jobs in its own process (``SimpleWorker``) sends the
   execution record, its ``busy`` state and the job's start in one
   transaction (``OneTripJobStart``; RQ sends two, because its forking worker
@@ -42,10 +44,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rq.executions import Execution
+from rq.executions import Execution, ExecutionRegistry
 from rq.job import Job, JobStatus
 from rq.queue import Queue
 from rq.registry import StartedJobRegistry
+from rq.results import Result
 from rq.worker import WorkerStatus
 
 from rq_wing.clock import rq_now as utc_now
@@ -58,6 +61,16 @@ class LeanQueue(Queue):
                            refresh_job_status: bool = True) -> dict[str, list[str]]:
         """Ferret jobs have no dependents: nothing to enqueue (RQ would ask Redis)."""
         return {}
+
+
+def forget_job(job: Job, pipeline: Any) -> None:
+    """What RQ's ``Job.delete`` does to a job that just succeeded with
+    ``result_ttl=0``, inside the success transaction and without its reads
+    (RQ's reads the job's status and its executions first: seven round trips).
+    Its execution is already gone (``cleanup_execution``); a success is in no
+    queue and no registry; Ferret jobs have no dependents and no group."""
+    pipeline.delete(job.key, job.dependents_key, job.dependencies_key, Result.get_key(job.id),
+                    ExecutionRegistry(job_id=job.id, connection=job.connection).key)
 
 
 class CoalescedBookkeeping:
@@ -103,7 +116,7 @@ class CoalescedBookkeeping:
                            execution: Execution) -> None:
         """RQ 3's success bookkeeping as one transaction, without the WATCH
         that guards dependents (there are none, see ``LeanQueue``)."""
-        if not isinstance(queue, LeanQueue) or job.repeats_left or job.has_rate_limit:  # RQ's own way
+        if not isinstance(queue, LeanQueue) or job.repeats_left or job.has_rate_limit or job.group_id:  # RQ's own
             super().handle_job_success(job, queue, started_job_registry, execution)  # type: ignore[misc]
             return
         assert job.started_at and job.ended_at
@@ -115,9 +128,11 @@ class CoalescedBookkeeping:
                 job._handle_success(result_ttl, pipeline=pipeline, worker_name=self.name,  # type: ignore[attr-defined]
                                     execution_id=execution.id, execution_started_at=execution.created_at,
                                     execution_ended_at=job.ended_at)
-            job.cleanup(result_ttl, pipeline=pipeline, remove_from_queue=False)
+                job.cleanup(result_ttl, pipeline=pipeline, remove_from_queue=False)
             job._status = JobStatus.FINISHED
             self.cleanup_execution(job, pipeline=pipeline, execution=execution)  # type: ignore[attr-defined]
+            if result_ttl == 0:
+                forget_job(job, pipeline)
             # Redis hears "idle" now; the worker itself stays busy until RQ
             # sets the state after the job, so a SIGTERM arriving meanwhile
             # is still a warm shut-down (an idle worker's is an exception).

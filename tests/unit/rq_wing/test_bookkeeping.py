@@ -200,3 +200,22 @@ def test_a_job_starts_in_one_transaction_with_the_records_rq_writes_in_two(clien
     assert one_trip["execution_hashes"] == [1]
     assert one_trip["in_started_registry"] == [True] and all(one_trip["job"].values())
     assert len(one_trip_sent) == len(rq_sent) - 1  # one transaction fewer, nothing else changed
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["ferret-queue", "plain-queue"])
+def test_a_success_kept_for_no_time_leaves_nothing_and_the_lean_way_reads_nothing(client, clock, monkeypatch, lean):
+    queue = (LeanQueue if lean else Queue)("q", connection=client, serializer=JSONSerializer)
+    worker = LeanWorker([queue], connection=client, serializer=JSONSerializer, worker_ttl=16)
+    worker.register_birth()
+    job = queue.enqueue_call(current_job_id, result_ttl=0)
+    sent: list[object] = []
+    real_send = redis.client.Redis.execute_command
+    monkeypatch.setattr(redis.client.Redis, "execute_command",
+                        lambda self, *args, **kw: sent.append(args[0]) or real_send(self, *args, **kw))
+    worker.execute_job(job, queue)
+    monkeypatch.undo()
+    assert not [key for key in client.keys() if job.id.encode() in key]  # hash, result stream, executions
+    assert job.id not in queue.finished_job_registry and job.id not in queue.started_job_registry
+    assert client.hget(worker.key, "successful_job_count") == b"1"
+    if lean:  # RQ's delete reads the job's status and its executions first, outside the transaction
+        assert "HGET" not in sent and "ZRANGE" not in sent, sent
