@@ -102,3 +102,8 @@ def done(job_id: str) -> str:
 
 def trace(trace_id: str) -> str:
     return f"{PREFIX}:trace:{trace_id}"
+
+
+def breaker(endpoint_digest: str, part: str) -> str:
+    """An outside endpoint's circuit breaker state (``ferret.breaker``): failures, open, probation."""
+    return f"{PREFIX}:breaker:{endpoint_digest}:{part}"

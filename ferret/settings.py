@@ -349,6 +349,17 @@ class CoRetrievalSettings(_Strict):
     timeout_seconds: float = Field(2.0, gt=0, le=60)  # nous: per HTTP call
 
 
+class BreakerSettings(_Strict):
+    """A circuit breaker per outside endpoint (chat model, embeddings, Nous server; ``ferret.breaker``):
+    ``failures`` failures in a row (unreachable, timed out, 5xx) within ``window_seconds`` skip the
+    endpoint on every worker for ``cooldown_seconds``; then one failure opens it again, one success closes it."""
+
+    enabled: bool = True
+    failures: int = Field(5, ge=1, le=1000)
+    window_seconds: float = Field(30.0, gt=0, le=3600)
+    cooldown_seconds: float = Field(10.0, gt=0, le=3600)
+
+
 class SecuritySettings(_Strict):
     """Signed jobs and results (``ferret.signing``): the same key on every producer and
     worker, from the environment (``FERRET_SECURITY__SIGNING_KEY``) or a file; never in Redis."""
@@ -393,6 +404,7 @@ class Settings(BaseSettings):
     agent: AgentSettings = AgentSettings()
     semantic: SemanticSettings = SemanticSettings()
     security: SecuritySettings = SecuritySettings()
+    breaker: BreakerSettings = BreakerSettings()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
