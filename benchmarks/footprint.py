@@ -1,13 +1,16 @@
 """What a prefetch job leaves in Redis, by key family.
 
-``jobs`` distinct prefetch jobs (default settings: cache on, traces kept;
-a long deadline, so that every job runs and none ends ``expired``) run through a worker in this process (``SimpleWorker``, burst mode, local
+``jobs`` distinct prefetch jobs (default settings: cache on, traces kept; a
+long deadline, so that every job runs and none ends ``expired``) run
+through a worker in this process (``SimpleWorker``, burst mode, local
 backend) on a private redis-server. Every key is then measured with
 ``MEMORY USAGE`` (all of its elements sampled) and put in a family by its
 name; the families' growth over the state before the jobs, divided by the
 job count, is the footprint. The shared cache is reported but is held to
 ``cache.max_entries`` whatever the job count, so it is left out of the
-per-job total the target is about.
+per-job total the target is about. The in-flight slot (identical prefetch
+requests coalesce on it) lives as long as the job's deadline: here an hour,
+by default 5 s.
 """
 
 from __future__ import annotations

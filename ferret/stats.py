@@ -47,7 +47,8 @@ class JobStats(BaseModel):
     remote_classifier: str | None = None
     candidates: int | None = None
     context_tokens: int | None = None
-    rerank: str | None = None  # off | ok | disabled | deadline | too_few | timeout | error | malformed
+    rerank: str | None = None  # off | ok | disabled | deadline | too_few | timeout | error | malformed | circuit_open
+    circuit_open: list[str] | None = None  # outside endpoints this job skipped: their circuit was open
     stage_ms: dict[str, float] | None = None
     skipped_stages: list[str] | None = None
     backend_calls: list[tuple[str, str, float]] | None = None  # (operation, outcome, seconds)

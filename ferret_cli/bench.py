@@ -216,6 +216,19 @@ def bomb(ctx: click.Context, cap: int | None) -> None:
 
 
 @bench.command()
+@click.option("--jobs", default=200, show_default=True, help="Jobs against the hung endpoint.")
+def breaker(jobs: int) -> None:
+    """Job time with a hung chat endpoint: healthy, hung with the circuit breaker, hung without it."""
+    from benchmarks.breaker import run
+
+    report = run(jobs)
+    click.echo(f"healthy p50 {report['healthy_p50_ms']} ms; hung: {report['hung_timeouts']} timeouts then "
+               f"{report['hung_skipped']} skipped, p50 once open {report['open_p50_ms']} ms "
+               f"({report['open_over_healthy']}x healthy); breaker off: p50 {report['unguarded_p50_ms']} ms")
+    click.echo(json.dumps(report))
+
+
+@bench.command()
 @click.option("--jobs", default=2_000, show_default=True, help="Prefetch jobs to run.")
 def footprint(jobs: int) -> None:
     """Bytes a prefetch job leaves in Redis, by key family (a private redis-server, default settings)."""

@@ -376,6 +376,9 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
     worker = build_worker(client, settings, queues, worker_class, name=name, metrics=metrics)
     if metrics_port is not None:
         metrics.watch_queues(client, worker.ferret_context.now)  # type: ignore[attr-defined]
+        health = worker.ferret_context.health  # type: ignore[attr-defined]
+        if health is not None:
+            metrics.watch_endpoints(health)
         index_root = worker.ferret_context.index_root  # type: ignore[attr-defined]
         if index_root is not None:
             metrics.watch_indexes(index_root)

@@ -30,6 +30,7 @@ from prometheus_client.registry import Collector
 from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
 from ferret.stats import REFUSAL_REASONS, JobStats
 from worker.backends.index_registry import directory_bytes
+from worker.endpoint_health import EndpointHealth
 from worker.pipeline.complexity import Route
 from worker.pipeline.fusion import RETRIEVERS
 
@@ -42,7 +43,7 @@ AGENT_OUTCOMES = ("ok", "clarification", "deadline", "fallback", "disabled")
 AGENT_STEP_BUCKETS = (1, 2, 3, 4, 5, 6, 7, 10, 20)
 INDEX_READINESS = ("warm", "caught_up", "disk", "snapshot", "built")
 # Re-rank outcomes counted; "off" (not asked) and "too_few" (nothing to order) are not.
-RERANK_OUTCOMES = ("ok", "disabled", "deadline", "timeout", "error", "malformed")
+RERANK_OUTCOMES = ("ok", "disabled", "deadline", "timeout", "error", "malformed", "circuit_open")
 BACKEND_OUTCOMES = ("ok", "timeout", "error")
 BACKENDS = ("local", "nous")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -74,6 +75,21 @@ def _enqueued_at(raw: object) -> float | None:
         return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
     except (ValueError, UnicodeDecodeError, OverflowError):
         return None
+
+
+class CircuitCollector(Collector):
+    """Whether each outside endpoint's circuit is open, from Redis at scrape time
+    (one round trip per endpoint): the state every worker shares."""
+
+    def __init__(self, health: EndpointHealth) -> None:
+        self.health = health
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("ferret_endpoint_circuit_open", "1 while an outside endpoint's circuit is open "
+                                   "(its calls skipped on every worker), else 0.", labels=["endpoint"])
+        for endpoint, breaker in sorted(self.health.breakers.items()):
+            family.add_metric([endpoint], 1.0 if breaker.is_open() else 0.0)
+        yield family
 
 
 class QueueDepthCollector(Collector):
@@ -181,6 +197,9 @@ class FerretMetrics:
         self.retriever_errors = Counter("ferret_retriever_errors_total", "Graph or semantic searches that failed or "
                                         "did not answer in time (the search went on without them).", ["retriever"],
                                         registry=r)
+        self.endpoint_skips = Counter("ferret_endpoint_skipped_jobs_total", "Jobs that skipped an outside endpoint "
+                                      "(chat, embeddings, Nous) because its circuit was open.", ["endpoint"],
+                                      registry=r)
         self._create_children()
 
     def _create_children(self) -> None:
@@ -225,6 +244,9 @@ class FerretMetrics:
 
     def watch_queues(self, client: redis.Redis, now: Callable[[], float] = time.time) -> None:
         self.registry.register(QueueDepthCollector(client, now=now))
+
+    def watch_endpoints(self, health: EndpointHealth) -> None:
+        self.registry.register(CircuitCollector(health))
 
     def watch_indexes(self, root: Path) -> None:
         self.registry.register(IndexBytesCollector(root))
@@ -277,6 +299,8 @@ class FerretMetrics:
                 self.retriever_errors.labels(retriever).inc(count)
 
     def _record_stats(self, stats: JobStats, backend: str) -> None:
+        for endpoint in stats.circuit_open or []:
+            self.endpoint_skips.labels(endpoint[:200]).inc()
         if stats.cache_hit is not None:
             self.cache.labels("hit" if stats.cache_hit else "miss").inc()
         for stage, ms in (stats.stage_ms or {}).items():

@@ -12,6 +12,7 @@ from ferret.settings import Settings
 from worker.backends.base import Backend
 from worker.backends.local import LocalBackends
 from worker.backends.nous import NousBackends
+from worker.endpoint_health import EndpointHealth
 from worker.semantic.embedders import embedder_for
 
 logger = logging.getLogger(__name__)
@@ -26,8 +27,10 @@ class Backends(Protocol):
     def close(self) -> None: ...
 
 
-def build_backends(settings: Settings, client: redis.Redis, index_root: Path | None = None) -> Backends:
-    """``client``: the memory store's (``ferret.store_conn``). ``index_root``: where
+def build_backends(settings: Settings, client: redis.Redis, index_root: Path | None = None,
+                   health: EndpointHealth | None = None) -> Backends:
+    """``client``: the memory store's (``ferret.store_conn``). ``health``: the circuit
+    breakers of the outside endpoints (Nous servers, embeddings). ``index_root``: where
     the local backend's indexes live (a forked work horse gets its parent's, so
     what one job built the next one finds). With the semantic retriever on
     (local backend only: a Nous server's search has its own), the embedder is
@@ -36,8 +39,10 @@ def build_backends(settings: Settings, client: redis.Redis, index_root: Path | N
         if settings.semantic.enabled:
             logger.warning("semantic.enabled has no effect on the nous backend (its search has its own semantic "
                            "signal); the fusion uses lexical and graph")
-        return NousBackends(settings.backend.nous, client=client)
-    embedder = embedder_for(settings.semantic)
+        return NousBackends(settings.backend.nous, client=client, health=health)
+    semantic = settings.semantic
+    embedder = embedder_for(semantic, health.transport(f"embeddings {semantic.base_url}")
+                            if health and semantic.enabled and semantic.provider == "endpoint" else None)
     warm = getattr(embedder, "warm", None)
     if warm is not None:
         warm()  # at start-up, before any fork (see worker.semantic.embedders)

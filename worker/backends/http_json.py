@@ -1,7 +1,8 @@
 """One JSON call to an HTTP service a backend talks to (a Nous server, an
 embeddings endpoint), with its failures as ``BackendError``: could not reach
 it, timed out or 5xx -> ``BackendUnavailable``; 4xx or an answer that is not
-JSON -> ``BackendProtocolError``. Messages name the path and, for an error
+JSON -> ``BackendProtocolError``; skipped while its circuit is open
+(``ferret.breaker``) -> ``BackendUnavailable``. Messages name the path and, for an error
 answer, what the server said (its ``{"error": ...}`` or the start of its text)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from ferret.breaker import CircuitOpen
 from ferret.errors import BackendProtocolError, BackendUnavailable
 
 
@@ -31,6 +33,8 @@ def call_json(client: httpx.Client, backend: str, method: str, path: str, budget
     try:
         response = client.request(method, path, **request,
                                   timeout=httpx.Timeout(budget, connect=min(budget, connect_timeout)))
+    except CircuitOpen as exc:
+        raise BackendUnavailable(backend, f"{path} not called: {exc}") from None
     except httpx.TimeoutException as exc:
         raise BackendUnavailable(backend, f"{path} timed out after {budget:.2f}s") from exc
     except httpx.HTTPError as exc:

@@ -50,6 +50,7 @@ from ferret.settings import NousSettings
 from worker.backends.filtering import matches
 from worker.backends.http_json import call_json
 from worker.backends.linking import linked_hits, neighbour_scores
+from worker.endpoint_health import EndpointHealth
 
 NAME = "nous"
 
@@ -247,12 +248,15 @@ class NousBackends:
     namespace with none is refused, never served another tenant's memories."""
 
     def __init__(self, settings: NousSettings, transport: httpx.BaseTransport | None = None,
-                 client: redis.Redis | None = None) -> None:
+                 client: redis.Redis | None = None, health: EndpointHealth | None = None) -> None:
+        """``health``: the worker's circuit breakers, one per server."""
         self.settings = settings
         self._redis = client
         # Built at start-up, one per server (a client costs milliseconds to build: not a job's).
         urls = {settings.base_url, *settings.namespaces.values()}
-        self._clients = {url: NousBackend(settings.model_copy(update={"base_url": url}), transport) for url in urls}
+        self._clients = {url: NousBackend(settings.model_copy(update={"base_url": url}),
+                                          health.transport(f"nous {url}", transport) if health else transport)
+                         for url in urls}
 
     def for_namespace(self, namespace: str, at_least: int | None = None,
                       wait_seconds: float | None = None) -> NousBackend:

@@ -18,7 +18,8 @@ from ferret.results import ResultStore
 from ferret.settings import Settings
 from ferret.store_conn import store_client
 from worker.backends.factory import Backends, build_backends
-from worker.llm.chat import ChatClient
+from worker.endpoint_health import EndpointHealth
+from worker.llm.chat import ChatClient, chat_endpoint
 from worker.llm.reranker import LLMScorer
 
 
@@ -35,6 +36,7 @@ class WorkerResources:
     index_root: Path | None = None  # the local backend's index directory (a work horse shares its parent's)
     clock: RedisClock | None = None  # Redis's clock: every time compared with another host's (ferret.clock)
     store: redis.Redis | None = None  # the memory store's client (ferret.store_conn); None: ``client``
+    health: EndpointHealth | None = None  # the outside endpoints' circuit breakers (worker.endpoint_health)
 
     @property
     def memory_store(self) -> redis.Redis:
@@ -64,7 +66,8 @@ def build_resources(settings: Settings, client: redis.Redis, index_root: Path | 
                     clock: RedisClock | None = None, replicas: ReplicaWait | None = None) -> WorkerResources:
     """Build the per-process clients; called at worker start-up (and in a forked child)."""
     store = store_client(settings, client)
-    backends = build_backends(settings, store, index_root)
+    health = EndpointHealth(client, settings.breaker)
+    backends = build_backends(settings, store, index_root, health)
     clock = clock or RedisClock(client)
     return WorkerResources(
         settings=settings,
@@ -76,11 +79,13 @@ def build_resources(settings: Settings, client: redis.Redis, index_root: Path | 
                                                      settings.redis.replica_ack_timeout_ms),
                              settings.security.key()),
         name=f"{socket.gethostname()}:{os.getpid()}",
-        scorer=LLMScorer(settings.rerank) if settings.rerank.enabled else None,
-        agent_chat=ChatClient(settings.agent, failure=AgentFailed, temperature=settings.agent.temperature)
-        if settings.agent.enabled else None,
+        scorer=LLMScorer(settings.rerank, ChatClient(settings.rerank, health.transport(chat_endpoint(settings.rerank))))
+        if settings.rerank.enabled else None,
+        agent_chat=ChatClient(settings.agent, health.transport(chat_endpoint(settings.agent)), failure=AgentFailed,
+                              temperature=settings.agent.temperature) if settings.agent.enabled else None,
         fingerprint=answer_fingerprint(settings),
         index_root=getattr(backends, "index_root", None),
         clock=clock,
         store=store,
+        health=health,
     )

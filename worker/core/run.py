@@ -163,6 +163,7 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
         tracer.root_span_id = root.span_id
         root.start_time_unix_nano = min(started_ns, int(env.enqueued_at * 1e9))
         _queue_wait_span(tracer, env, started_ns)
+        skips_before = ctx.health.skips() if ctx.health is not None else {}
         try:
             outcome = _run(ctx, env, job_id, tracer, started_at)
         except hard_timeout:
@@ -170,8 +171,10 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
         except Exception as exc:  # unexpected: still one final result, with the trace naming the stage
             logger.exception("job=%s unexpected failure", job_id)
             outcome = _Outcome("failed", error=f"internal error: {type(exc).__name__}: {exc}")
+        skipped = ctx.health.skipped_since(skips_before) if ctx.health is not None else []
+        stats = outcome.stats.with_(circuit_open=skipped) if skipped else outcome.stats
         fields: dict[str, Any] = {
-            "error": outcome.error, "stats": outcome.stats, "results": outcome.results,
+            "error": outcome.error, "stats": stats, "results": outcome.results,
             "context": outcome.context if request.options.format == "text" else "",
         }
         with tracer.span("result_write"):

@@ -18,6 +18,9 @@ class LoopbackServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = fake.protocol_version
+            # headers and body go out in separate writes: without TCP_NODELAY a kept-alive
+            # connection waits ~40 ms for the client's delayed ACK before the body (Nagle)
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 return None

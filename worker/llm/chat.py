@@ -5,7 +5,8 @@ pooled httpx client per process; every call carries its own timeout. Every
 failure is raised as ``failure`` (``RerankFailed`` for the re-rank,
 ``AgentFailed`` for the agent) with the reason the metrics count:
 ``timeout`` (connect or read timed out), ``error`` (unreachable, 4xx/5xx) or
-``malformed`` (an answer not shaped like a chat completion).
+``malformed`` (an answer not shaped like a chat completion) or
+``circuit_open`` (the endpoint failed repeatedly: skipped, ``ferret.breaker``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from ferret.breaker import CircuitOpen
 from ferret.errors import ChatFailed, RerankFailed
 from ferret.settings import AgentSettings, RerankSettings
 
@@ -26,6 +28,11 @@ def _message_text(payload: Any, failure: type[ChatFailed]) -> str:
     if not isinstance(content, str):
         raise failure("malformed", f"message content is {type(content).__name__}, not text")
     return content
+
+
+def chat_endpoint(settings: RerankSettings | AgentSettings) -> str:
+    """The endpoint's name for its circuit breaker: the re-rank and the agent on one server share it."""
+    return f"chat {settings.base_url.rstrip('/')}"
 
 
 class ChatClient:
@@ -51,6 +58,8 @@ class ChatClient:
         limits = httpx.Timeout(timeout, connect=min(timeout, self.settings.connect_timeout_seconds))
         try:
             response = self._client.post("chat/completions", json=body, timeout=limits)
+        except CircuitOpen as exc:
+            raise failure("circuit_open", str(exc)) from None
         except httpx.TimeoutException as exc:
             raise failure("timeout", f"chat call timed out after {timeout:.2f}s") from exc
         except httpx.HTTPError as exc:

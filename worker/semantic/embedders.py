@@ -147,10 +147,10 @@ def unpacked_model(base: Path) -> Path:
     return target
 
 
-def embedder_for(settings: SemanticSettings) -> Embedder | None:
-    """The configured embedder, or None when the semantic retriever is off."""
+def embedder_for(settings: SemanticSettings, transport: httpx.BaseTransport | None = None) -> Embedder | None:
+    """The configured embedder, or None when the semantic retriever is off (``transport``: an endpoint's)."""
     if not settings.enabled:
         return None
     if settings.provider == "endpoint":
-        return EndpointEmbedder(settings)
+        return EndpointEmbedder(settings, transport)
     return LocalModelEmbedder(settings)

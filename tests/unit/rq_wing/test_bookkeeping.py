@@ -214,7 +214,7 @@ def test_a_success_kept_for_no_time_leaves_nothing_and_the_lean_way_reads_nothin
                         lambda self, *args, **kw: sent.append(args[0]) or real_send(self, *args, **kw))
     worker.execute_job(job, queue)
     monkeypatch.undo()
-    assert not [key for key in client.keys() if job.id.encode() in key]  # hash, result stream, executions
+    assert not [key for key in client.scan_iter() if job.id.encode() in key]  # hash, result stream, executions
     assert job.id not in queue.finished_job_registry and job.id not in queue.started_job_registry
     assert client.hget(worker.key, "successful_job_count") == b"1"
     if lean:  # RQ's delete reads the job's status and its executions first, outside the transaction
