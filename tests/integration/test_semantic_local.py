@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from ferret import keys
+from ferret.errors import BackendProtocolError
 from ferret.records import NO_FILTERS, Filters, Memory
 from ferret.settings import SemanticSettings
 from worker.backends.local import LocalBackends, MemoryStore
@@ -71,6 +72,30 @@ def test_an_unreadable_embedding_is_left_out_not_fatal(redis_client, embeddings,
         assert "pup" not in [h.id for h in backends.for_namespace("sem").similar("puppy", 3, NO_FILTERS)]
     finally:
         backends.close()
+
+
+def test_an_embedding_model_of_another_width_is_a_protocol_error_naming_the_endpoint(redis_client, embeddings,
+                                                                                     tmp_path):
+    MemoryStore(redis_client, "sem", embedder=_embedder(embeddings)).upsert(MEMORIES)  # 256 dimensions
+    narrower = FakeEmbeddings(dimensions=64)
+    backends = LocalBackends(redis_client, index_root=tmp_path / "idx", embedder=_embedder(narrower))
+    try:
+        with pytest.raises(BackendProtocolError) as raised:
+            backends.for_namespace("sem").similar(QUESTION, 3, NO_FILTERS)
+        message = str(raised.value)
+        assert narrower.base_url in message and "64-dimension" in message and "256" in message
+        assert "matmul" not in message
+    finally:
+        backends.close()
+        narrower.close()
+
+
+def test_an_endpoint_whose_vectors_change_width_is_a_protocol_error(embeddings):
+    embedder = _embedder(embeddings)
+    embedder.embed(["first"])
+    embeddings.dimensions = 128
+    with pytest.raises(BackendProtocolError, match=r"128-dimension vectors after 256-dimension ones"):
+        embedder.embed(["second"])
 
 
 @pytest.mark.parametrize("worker_class", ["simple", "fork"])

@@ -26,6 +26,7 @@ namespaces are closed and their directories removed (``evictions``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -95,6 +96,13 @@ class Readiness:
     changes: int = 0
 
 
+def out_of_space(exc: BaseException) -> bool:
+    """Whether an error is a full disk: ENOSPC, or tantivy's IO error carrying it as text."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    return "No space left on device" in str(exc) or "os error 28" in str(exc)
+
+
 def directory_bytes(directory: Path) -> int:
     total = 0
     with contextlib.suppress(FileNotFoundError):
@@ -147,6 +155,11 @@ class IndexRegistry:
                 return self._ready(namespace, at_least, wait_seconds)
             except redis.RedisError as exc:
                 raise BackendUnavailable(NAME, f"memory store unreachable: {exc}") from exc
+            except (OSError, ValueError) as exc:
+                if not out_of_space(exc):
+                    raise
+                raise BackendUnavailable(NAME, f"no space left on the index disk ({self.root}): free some, or "
+                                               "point backend.local.index_dir at a larger disk") from None
 
     def _ready(self, namespace: str, at_least: int | None, wait_seconds: float
                ) -> tuple[Position, MemoryIndex, Readiness]:

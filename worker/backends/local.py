@@ -28,7 +28,7 @@ from typing import Any
 import redis
 
 from ferret import keys
-from ferret.errors import BackendUnavailable
+from ferret.errors import BackendProtocolError, BackendUnavailable
 from ferret.pids import pid_alive
 from ferret.records import Filters, Hit, Memory
 from ferret.redis_conn import url_of
@@ -41,6 +41,7 @@ from worker.backends.linking import linked_hits, neighbour_scores
 from worker.backends.tantivy_index import MemoryIndex
 from worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
 from worker.semantic.embedders import Embedder
+from worker.semantic.vectors import DimensionMismatch
 
 # Memories per write script (a Lua call's arguments are bounded).
 WRITE_BATCH = 1000
@@ -125,7 +126,13 @@ class LocalBackend:
         if self._registry is None or self._embedder is None:
             return []
         vector = self._embedder.embed([query], timeout)
-        found = self._registry.nearest(self._namespace, vector, limit * 2)  # filters may drop some
+        try:
+            found = self._registry.nearest(self._namespace, vector, limit * 2)  # filters may drop some
+        except DimensionMismatch as exc:
+            where = getattr(self._embedder, "where", self._embedder.name)
+            raise BackendProtocolError("embeddings", f"{where} answered {exc.query}-dimension vectors, but the "
+                                                     f"namespace's stored embeddings have {exc.index} (did "
+                                                     "semantic.model change? ferret ingest embeds anew)") from None
         if not found:
             return []
         memories = self._read([memory_id for memory_id, _ in found])

@@ -45,6 +45,8 @@ class EndpointEmbedder:
     def __init__(self, settings: SemanticSettings, transport: httpx.BaseTransport | None = None) -> None:
         self.settings = settings
         self.name = f"endpoint:{settings.model}"
+        self.where = f"the embeddings endpoint {settings.base_url} (model {settings.model})"
+        self.dimensions: int | None = None  # what its first answer had; another later is a protocol error
         key = settings.api_key.get_secret_value() if settings.api_key else None
         self._client = httpx.Client(base_url=settings.base_url.rstrip("/") + "/", transport=transport,
                                     headers={"Authorization": f"Bearer {key}"} if key else {})
@@ -60,7 +62,13 @@ class EndpointEmbedder:
     def _embed_batch(self, texts: Sequence[str], budget: float) -> Matrix:
         payload = call_json(self._client, NAME, "POST", "embeddings", budget, budget,
                             json={"model": self.settings.model, "input": list(texts)})
-        return _vectors(payload, len(texts))
+        vectors = _vectors(payload, len(texts))
+        if self.dimensions is None:
+            self.dimensions = vectors.shape[1]
+        elif vectors.shape[1] != self.dimensions:
+            raise BackendProtocolError(NAME, f"{self.where} answered {vectors.shape[1]}-dimension vectors after "
+                                             f"{self.dimensions}-dimension ones (did the model behind it change?)")
+        return vectors
 
     def close(self) -> None:
         self._client.close()

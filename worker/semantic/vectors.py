@@ -18,6 +18,15 @@ import numpy.typing as npt
 Matrix = npt.NDArray[np.float32]
 
 
+class DimensionMismatch(ValueError):
+    """A query vector whose length is not the index's (another embedding model)."""
+
+    def __init__(self, query: int, index: int) -> None:
+        super().__init__(f"a {query}-dimension query for an index of {index}-dimension vectors")
+        self.query = query
+        self.index = index
+
+
 def unit_rows(vectors: npt.ArrayLike) -> Matrix:
     """``vectors`` as float32 rows of length 1 (a zero row stays zero)."""
     rows = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
@@ -95,6 +104,8 @@ class VectorIndex:
         if not self._ids or limit <= 0:
             return []
         vector = unit_rows(query)[0]
+        if vector.shape[0] != self._buffer.shape[1]:
+            raise DimensionMismatch(vector.shape[0], self._buffer.shape[1])
         scores = self._buffer[: len(self._ids)] @ vector
         wanted = min(len(scores), limit * 4 if keep else limit)
         while True:

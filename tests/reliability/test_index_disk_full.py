@@ -1,0 +1,49 @@
+"""A full index disk is said as such: the job ends with a message naming the
+disk and the setting, never tantivy's IO error text, and the worker serves on."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from ferret.records import Memory
+from worker.backends.index_registry import out_of_space
+from worker.backends.local import MemoryStore
+
+# tantivy's own words for ENOSPC, as a 4 KiB tmpfs made it say them (see the real-disk test below)
+TANTIVY_ENOSPC = ValueError("An IO error occurred: 'No space left on device (os error 28) at path "
+                            "\"/tmp/tinyfs/idx/1b16b1df538ba12dc3f97edb/.tmpmLAILl\"'")
+
+
+def test_a_full_disk_is_recognised_in_each_form_it_takes():
+    assert out_of_space(TANTIVY_ENOSPC)
+    assert out_of_space(OSError(28, "No space left on device"))
+    assert not out_of_space(ValueError("An IO error occurred: 'Permission denied (os error 13)'"))
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(disk)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN): {mounted.stderr.strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_job_on_a_full_index_disk_fails_with_a_message_naming_it(tiny_disk, producer, redis_client, start_workers):
+    MemoryStore(redis_client, "full").upsert([Memory(id=f"m{n}", content_body=f"memory {n} about btc and eth " * 5)
+                                               for n in range(3000)])
+    [worker] = start_workers(1, extra_env={"FERRET_BACKEND__LOCAL__INDEX_DIR": str(tiny_disk)})
+    result = producer.wait(producer.enqueue({"query": "btc", "namespace": "full", "options": {"cache": False}}), 60)
+    assert result.status == "failed"
+    assert f"no space left on the index disk ({tiny_disk}/" in result.error  # the worker's directory there
+    assert "backend.local.index_dir" in result.error
+    assert "ValueError" not in result.error and "os error" not in result.error
+    assert worker.poll() is None
+    subprocess.run(["umount", "-l", str(tiny_disk)], check=True)  # room again: the worker serves on
+    after = producer.wait(producer.enqueue({"query": "btc", "namespace": "full", "options": {"cache": False}}), 60)
+    assert after.status == "ok" and after.results
