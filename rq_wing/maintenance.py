@@ -17,7 +17,9 @@ RQ's maintenance lock:
 - started registries are left to Ferret's reaper (``rq_wing.reaper``), which
   re-runs or fails abandoned jobs without running any callback.
 
-Each step is guarded on its own: a failure is logged and the next step runs.
+Each step is guarded on its own: a failure is logged and the next step runs;
+a key of the wrong Redis type is set aside with one warning
+(``rq_wing.key_types``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from rq.worker_registration import clean_worker_registry
 from ferret.contract import RetrievalResult
 from ferret.envelope import deadline_of
 from rq_wing.intake import NOT_THE_ENTRY, Refusal, registry_entry_id, take_entry
+from rq_wing.key_types import is_wrong_type, set_aside_wrong_types
 from worker.core.resources import WorkerResources
 from worker.core.results import lost_result
 
@@ -55,7 +58,9 @@ def sweep(queue: Queue, ctx: WorkerResources, on_refused: Callable[[Refusal], No
             step()
         except NOT_THE_ENTRY:
             raise
-        except Exception:
+        except Exception as exc:
+            if is_wrong_type(exc) and set_aside_wrong_types(queue):
+                continue  # said once, and repaired: the next pass runs the step
             logger.exception("queue %s: maintenance of the %s failed", queue.name, name)
     return written
 

@@ -23,6 +23,7 @@ from rq.serializers import JSONSerializer
 from ferret.contract import RetrievalResult
 from ferret.envelope import deadline_of
 from rq_wing.intake import NOT_THE_ENTRY, Refusal, registry_entry_id, take_entry
+from rq_wing.key_types import is_wrong_type, set_aside_wrong_types
 from rq_wing.maintenance import rescue_stranded
 from worker.core.resources import WorkerResources
 from worker.core.results import lost_result
@@ -52,23 +53,38 @@ def reap(ctx: WorkerResources, queues: Sequence[Queue], now: float | None = None
     now = ctx.now() if now is None else now
     written: list[RetrievalResult] = []
     for queue in queues:
-        registry = StartedJobRegistry(queue=queue, serializer=JSONSerializer)
-        for raw in ctx.client.zrange(registry.key, 0, -1):
-            try:
-                result = _reap_entry(ctx, queue, registry, raw, now, on_refused)
-            except NOT_THE_ENTRY:
-                raise
-            except Exception:
-                logger.exception("reaper: entry %r of %s failed", raw[:80], registry.key)
-                continue
-            if result is not None:
-                written.append(result)
-        try:  # jobs taken off the queue but never started (their worker stopped in between)
-            written.extend(rescue_stranded(queue, ctx, on_refused, now, STRANDED_GRACE_SECONDS))
+        try:
+            written.extend(_reap_queue(ctx, queue, now, on_refused))
+        except NOT_THE_ENTRY:
+            raise
+        except Exception as exc:
+            if not (is_wrong_type(exc) and set_aside_wrong_types(queue)):  # said once, and repaired
+                logger.exception("reaper: queue %s failed", queue.name)
+    return written
+
+
+def _reap_queue(ctx: WorkerResources, queue: Queue, now: float,
+                on_refused: Callable[[Refusal], None]) -> list[RetrievalResult]:
+    written: list[RetrievalResult] = []
+    registry = StartedJobRegistry(queue=queue, serializer=JSONSerializer)
+    for raw in ctx.client.zrange(registry.key, 0, -1):
+        try:
+            result = _reap_entry(ctx, queue, registry, raw, now, on_refused)
         except NOT_THE_ENTRY:
             raise
         except Exception:
-            logger.exception("reaper: the intermediate queue of %s failed", queue.name)
+            logger.exception("reaper: entry %r of %s failed", raw[:80], registry.key)
+            continue
+        if result is not None:
+            written.append(result)
+    try:  # jobs taken off the queue but never started (their worker stopped in between)
+        written.extend(rescue_stranded(queue, ctx, on_refused, now, STRANDED_GRACE_SECONDS))
+    except NOT_THE_ENTRY:
+        raise
+    except Exception as exc:
+        if is_wrong_type(exc):
+            raise
+        logger.exception("reaper: the intermediate queue of %s failed", queue.name)
     return written
 
 
@@ -77,7 +93,8 @@ def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry
     """Judge one started-registry entry (``job_id`` or ``job_id:execution_id``)."""
     job_id = registry_entry_id(raw)
     if ctx.results.exists(job_id.decode(errors="replace")):
-        return None  # finished; RQ tidies its own registry
+        ctx.client.zrem(registry.key, raw)  # finished: an entry left behind (RQ's own is gone with its success)
+        return None
     job, refusal = take_entry(queue.job_class, job_id, queue, ctx.client, JSONSerializer)
     if job is None:
         ctx.client.zrem(registry.key, raw)
