@@ -9,7 +9,8 @@ generation expire after ``OLD_GENERATION_TTL`` seconds (a reader midway
 through them still finishes).
 
 The manifest and chunks come from Redis, so they are untrusted: file names
-must be plain names, sizes must add up, and anything else means "no
+must be plain names, sizes must add up, a chunk or manifest larger than
+one of ours is not read past that size, and anything else means "no
 snapshot" (the index is then built from the memories instead).
 """
 
@@ -34,6 +35,7 @@ logger = logging.getLogger(__name__)
 CHUNK_BYTES = 4 * 1024 * 1024
 OLD_GENERATION_TTL = 600
 MAX_SNAPSHOT_BYTES = 8 * 1024**3
+MAX_MANIFEST_BYTES = 1024 * 1024  # a manifest names a few dozen files
 _FILE_NAME = re.compile(r"\.?[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # tantivy's files, ".managed.json" included
 _SKIPPED = {".tantivy-writer.lock", ".tantivy-meta.lock", "ferret-position.json"}
 
@@ -73,7 +75,15 @@ def _parse(raw: bytes | str | None) -> Manifest | None:
 
 
 def read_manifest(client: redis.Redis, namespace: str) -> Manifest | None:
-    return _parse(client.get(keys.index_snapshot(namespace)))
+    try:
+        raw = client.getrange(keys.index_snapshot(namespace), 0, MAX_MANIFEST_BYTES)
+    except redis.ResponseError:  # WRONGTYPE: not a manifest of ours
+        logger.warning("index snapshot manifest of %r is not a string; ignored", namespace)
+        return None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        logger.warning("index snapshot manifest of %r is larger than any manifest; ignored", namespace)
+        return None
+    return _parse(raw or None)
 
 
 def save(client: redis.Redis, namespace: str, directory: Path, position: Position, memories: int) -> Manifest:
@@ -134,7 +144,10 @@ def load(client: redis.Redis, namespace: str, manifest: Manifest, directory: Pat
 
 def _chunks(client: redis.Redis, namespace: str, manifest: Manifest) -> Iterator[bytes]:
     for number in range(manifest.chunks):
-        chunk = client.get(keys.index_snapshot_chunk(namespace, manifest.generation, number))
-        if not isinstance(chunk, bytes):  # missing (or a client decoding responses: not ours)
+        try:  # at most one chunk's bytes: a larger value is not one of ours
+            chunk = client.getrange(keys.index_snapshot_chunk(namespace, manifest.generation, number), 0, CHUNK_BYTES)
+        except redis.ResponseError:  # WRONGTYPE
+            return
+        if not isinstance(chunk, bytes) or not chunk or len(chunk) > CHUNK_BYTES:  # missing, or not ours
             return
         yield chunk

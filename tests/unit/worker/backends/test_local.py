@@ -186,6 +186,25 @@ def test_a_malformed_snapshot_manifest_is_ignored(client, tmp_path):
     assert _backends(client, tmp_path).for_namespace("ns").readiness.how == "built"
 
 
+def test_an_oversized_or_wrong_type_snapshot_is_not_read_past_its_size(client, tmp_path):
+    MemoryStore(client, "ns").upsert([Memory(id=f"m{i}", content_title=f"bitcoin {i}") for i in range(20)])
+    manifest = build_snapshot(client, "ns", LocalSettings())
+    chunk = keys.index_snapshot_chunk("ns", manifest.generation, 0)
+    client.set(chunk, b"\0" * (snapshots.CHUNK_BYTES + 10))  # longer than any chunk of ours
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert not snapshots.load(client, "ns", manifest, tmp_path / "a")
+    client.delete(chunk)
+    client.rpush(chunk, "a list")
+    assert not snapshots.load(client, "ns", manifest, tmp_path / "b")
+    assert _backends(client, tmp_path).for_namespace("ns").readiness.how == "built"
+    client.set(keys.index_snapshot("ns"), b"[" * (snapshots.MAX_MANIFEST_BYTES + 1))
+    assert snapshots.read_manifest(client, "ns") is None
+    client.delete(keys.index_snapshot("ns"))
+    client.hset(keys.index_snapshot("ns"), "a", "b")
+    assert snapshots.read_manifest(client, "ns") is None
+
+
 def test_filters_are_applied_in_the_index(client, tmp_path):
     MemoryStore(client, "ns").upsert([
         Memory(id="a", content_title="bitcoin", state_lifecycle="ACTIVE"),
