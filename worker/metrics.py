@@ -247,6 +247,8 @@ class FerretMetrics:
 
     def watch_endpoints(self, health: EndpointHealth) -> None:
         self.registry.register(CircuitCollector(health))
+        for endpoint in health.breakers:  # the endpoints configured at start-up, counted from 0
+            self.endpoint_skips.labels(endpoint[:200])
 
     def watch_indexes(self, root: Path) -> None:
         self.registry.register(IndexBytesCollector(root))

@@ -14,6 +14,7 @@ import yaml
 
 from tests.conftest import free_port
 from tests.ops.conftest import OPS, tool
+from worker.fakes.chat_server import FakeChat
 
 QUERIES = [
     "What's my BTC thesis and how did my last SOL trade go?",
@@ -83,10 +84,13 @@ def _query(url: str, expr: str) -> dict:
 
 
 def test_every_dashboard_and_alert_expression_returns_series(
-        prometheus, producer, sample_namespace, start_workers):
+        prometheus, producer, sample_namespace, start_workers, request):
     ports = [free_port(), free_port()]
+    chat = FakeChat(favourite={"btc"})  # an outside endpoint: its circuit's series
+    request.addfinalizer(chat.close)
     for port in ports:
-        start_workers(1, "--metrics-port", str(port))
+        start_workers(1, "--metrics-port", str(port),
+                      extra_env={"FERRET_RERANK__ENABLED": "true", "FERRET_RERANK__BASE_URL": chat.base_url})
     url = prometheus([f"127.0.0.1:{port}" for port in ports])
     handles = [producer.enqueue({"query": QUERIES[i % len(QUERIES)], "namespace": sample_namespace,
                                  "queue": "batch" if i % 3 else "prefetch"}) for i in range(40)]
