@@ -1,3 +1,22 @@
-"""Ferret: a retrieval-orchestration worker service."""
+"""Ferret: a retrieval-orchestration worker service.
+
+``ferret.connect()`` is the Python client (``producer.api``), imported when
+called: importing ``ferret`` or any kernel module loads no producer, worker
+or RQ code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from producer.api import Client
 
 __version__ = "0.1.0"
+
+
+def connect(*args: Any, **kwargs: Any) -> Client:
+    """A client with the CLI's settings; see ``producer.api.connect``."""
+    from producer.api import connect as connect_client  # the package's facade: the one import upward
+
+    return connect_client(*args, **kwargs)

@@ -11,7 +11,7 @@ KERNEL = ["ferret.settings", "ferret.contract", "ferret.keys", "ferret.errors", 
           "ferret.job_ids", "ferret.results", "ferret.cache", "ferret.ingest", "ferret.redis_conn"]
 
 
-@pytest.mark.parametrize("module", [*KERNEL, "producer.client", "producer.batch"])
+@pytest.mark.parametrize("module", [*KERNEL, "ferret", "producer.client", "producer.batch", "producer.api"])
 def test_importing_it_imports_no_worker_module(module):
     probe = ("import sys, importlib; importlib.import_module(sys.argv[1]); "
              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'worker'))")
@@ -35,4 +35,12 @@ def test_only_the_rq_wing_imports_rq():
 
 
 def test_no_kernel_module_imports_the_worker_the_wing_or_the_shell():
-    assert _importing(r"^\s*(?:from|import) (?:worker|rq_wing|producer|ferret_cli|benchmarks)\b", ("ferret",)) == []
+    found = _importing(r"^\s*(?:from|import) (?:worker|rq_wing|producer|ferret_cli|benchmarks)\b", ("ferret",))
+    assert found == ["ferret/__init__.py"]  # the package's facade, ``ferret.connect``, and nothing else
+
+
+def test_the_facade_imports_the_client_only_when_called():
+    probe = ("import sys, ferret; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('producer', 'worker', 'rq', 'rq_wing')))")
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "[]", imported.stdout
