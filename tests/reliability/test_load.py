@@ -10,6 +10,7 @@ import time
 from collections import Counter
 
 from ferret.contract import RetrievalResult
+from ferret.packed import unpack
 from tests.conftest import free_port
 from tests.integration.test_metrics import scrape
 
@@ -39,7 +40,7 @@ def test_ten_thousand_jobs(tmp_path, env, sample_namespace, start_workers, redis
 
     in_redis: Counter[str] = Counter()
     for key in redis_client.scan_iter("ferret:result:*", count=1000):
-        in_redis[RetrievalResult.model_validate_json(redis_client.get(key)).status] += 1
+        in_redis[RetrievalResult.model_validate_json(unpack(redis_client.get(key), 1 << 24)).status] += 1
     from_file = Counter(r["status"] for r in rows)
     time.sleep(0.5)
     metrics: Counter[str] = Counter()
