@@ -100,6 +100,17 @@ def done(job_id: str) -> str:
     return f"{PREFIX}:done:{job_id}"
 
 
+def conversation(namespace: str, conversation_id: str) -> str:
+    """List: a conversation's latest prefetches, newest first (``producer.conversations``)."""
+    digest = hashlib.sha256(conversation_id.encode()).hexdigest()[:32]
+    return f"{PREFIX}:ns:{namespace}:conversation:{digest}"
+
+
+def superseded_count() -> str:
+    """Counter: prefetches a newer one of their conversation took off the queue."""
+    return f"{PREFIX}:superseded"
+
+
 def trace(trace_id: str) -> str:
     return f"{PREFIX}:trace:{trace_id}"
 

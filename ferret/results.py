@@ -107,12 +107,16 @@ class ResultStore:
         result_ttl, trace_ttl = self.by_queue.get(result.queue, (self.result_ttl, self.trace_ttl))
         written = self._write_once(
             keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key, keys.cache_index()],
-            args=[pack(self._signed(result)), pack(to_json(trace)) if trace else b"",
+            args=[self.stored_form(result), pack(to_json(trace)) if trace else b"",
                   result_ttl, trace_ttl, cache_value, cache_ttl, self.clock.time(), self.cache_max_entries],
         )
         if self.replicas is not None:
             self.replicas(f"the result of job {result.job_id}")
         return WriteOutcome(int(written))
+
+    def stored_form(self, result: RetrievalResult) -> bytes:
+        """The bytes ``write`` stores for a result: signed when a key is set, packed."""
+        return pack(self._signed(result))
 
     def _signed(self, result: RetrievalResult) -> bytes:
         body = result.model_dump_json().encode()

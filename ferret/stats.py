@@ -70,6 +70,7 @@ class JobStats(BaseModel):
     cache_hit: bool | None = None
     refused: str | None = None  # read from earlier versions' results only: a refusal now writes none
     truncated: bool | None = None  # the result was cut to fit limits.max_result_bytes
+    superseded_by: str | None = None  # a conversation's newer prefetch took this one off the queue: not run
 
     def to_json(self) -> dict[str, Any]:
         """The stored form: only what is set."""

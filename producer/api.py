@@ -28,6 +28,7 @@ from ferret.redis_conn import client_for
 from ferret.settings import Settings, load_settings
 from ferret.store_conn import store_client
 from producer.client import JobHandle, JobState, Producer
+from producer.conversations import ConversationContext
 
 if TYPE_CHECKING:
     from worker.backends.writers import MemoryWriter
@@ -95,6 +96,16 @@ class Client:
     def query(self, query: str, namespace: str, timeout: float = 30.0, **fields: Any) -> RetrievalResult:
         """Enqueue and wait, in one call."""
         return self.wait(self.enqueue(query=query, namespace=namespace, **fields), timeout)
+
+    def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
+        """Prefetch context for a conversation's next turn; an older prefetch of it still queued
+        is superseded (ends ``expired``, ``stats.superseded_by``, never runs)."""
+        return self.producer.prefetch(namespace, conversation, query, **fields)
+
+    def context_for(self, namespace: str, conversation: str) -> ConversationContext | None:
+        """The conversation's freshest finished prefetch (``.context``, ``.age_seconds``, ``.stale``:
+        memories were written since it was enqueued), or None."""
+        return self.producer.context_for(namespace, conversation)
 
     def result(self, job: JobHandle | str) -> RetrievalResult | None:
         """The final result if there is one yet, else None."""

@@ -33,6 +33,7 @@ from ferret.settings import Settings
 from ferret.signing import sign_job
 from ferret.store_conn import store_client
 from ferret.tracing import new_trace_id
+from producer.conversations import ConversationContext, Conversations
 from rq_wing.producer_side import RQQueues, workers_serving
 
 logger = logging.getLogger(__name__)
@@ -98,7 +99,21 @@ class Producer:
         self.queues = RQQueues(client, self.clock)
         self.replicas = ReplicaWait(client, settings.redis.min_replicas_acked, settings.redis.replica_ack_timeout_ms)
         self.store = store_client(settings, client)  # where the namespaces' versions are
+        self.conversations = Conversations(self)
         self._fingerprint = answer_fingerprint(settings)
+
+    def memory_version(self, namespace: str) -> int:
+        """The namespace's memory version now (bumped by every write)."""
+        return int(self.store.get(keys.memory_version(namespace)) or 0)
+
+    def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
+        """Enqueue a prefetch for ``conversation``; older ones still queued are superseded
+        (``producer.conversations``)."""
+        return self.conversations.prefetch(namespace, conversation, query, **fields)
+
+    def context_for(self, namespace: str, conversation: str) -> ConversationContext | None:
+        """The conversation's freshest finished prefetch, its age and whether memories changed since."""
+        return self.conversations.context_for(namespace, conversation)
 
     def _deadline(self, request: RetrievalRequest) -> float:
         if request.deadline_seconds is not None:
@@ -143,7 +158,7 @@ class Producer:
                 self.client.set(claim, claimed, ex=ttl)
             elif self.results.exists(job_id):  # a final result outlived its claim: it is still the answer
                 return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
-        version = int(self.store.get(keys.memory_version(request.namespace)) or 0)
+        version = self.memory_version(request.namespace)
         if (request.request_id is None and request.queue == "prefetch" and self.settings.cache.coalesce
                 and request.options.cache):
             joined = self._coalesce(request, job_id, version, deadline)
@@ -180,7 +195,7 @@ class Producer:
         assert job.request is not None
         left = max(0.0, job.deadline_at - self.clock.time()) if job.deadline_at is not None \
             else self._deadline(job.request)
-        version = int(self.store.get(keys.memory_version(job.namespace)) or 0)
+        version = self.memory_version(job.namespace)
         self._put(job.request, job.job_id, left, version, job.trace_id)
         logger.warning("job %s was lost with no result (a Redis failover?): enqueued again", job.job_id)
 

@@ -40,6 +40,15 @@ class RQQueues:
         self._queues[queue].enqueue_call(JOB_FUNCTION, args=(payload,), job_id=job_id, timeout=timeout,
                                          result_ttl=0, failure_ttl=failure_ttl)
 
+    def queue_key(self, queue: str) -> str:
+        """The Redis list RQ keeps ``queue``'s waiting jobs in."""
+        return str(self._queues[queue].key)
+
+    @staticmethod
+    def job_key(job_id: str) -> str:
+        """The Redis hash RQ keeps a job in."""
+        return str(Job.key_for(job_id))
+
     def exists(self, job_id: str) -> bool:
         return bool(Job.exists(job_id, connection=self.client))
 

@@ -24,9 +24,10 @@ from typing import Any
 
 import redis
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ferret import keys
 from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
 from ferret.stats import REFUSAL_REASONS, JobStats
 from worker.backends.index_registry import directory_bytes
@@ -103,7 +104,7 @@ class QueueDepthCollector(Collector):
         self.queues = queues
         self.now = now
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         family = GaugeMetricFamily("ferret_queue_depth", "Jobs waiting in each queue.", labels=["queue"])
         oldest = GaugeMetricFamily("ferret_queue_oldest_wait_seconds",
                                    "How long the job at the head of each queue has waited (0: empty).",
@@ -113,7 +114,8 @@ class QueueDepthCollector(Collector):
                 for queue in self.queues:
                     pipe.llen(f"rq:queue:{queue}")
                     pipe.lindex(f"rq:queue:{queue}", 0)
-                answers = pipe.execute()
+                pipe.get(keys.superseded_count())
+                *answers, superseded_count = pipe.execute()
             lengths, heads = answers[0::2], answers[1::2]
             with self.client.pipeline(transaction=False) as pipe:
                 for head in heads:
@@ -129,6 +131,14 @@ class QueueDepthCollector(Collector):
             oldest.add_metric([queue], max(0.0, now - enqueued) if enqueued is not None else 0.0)
         yield family
         yield oldest
+        superseded = CounterMetricFamily("ferret_superseded", "Prefetches a newer one of their conversation took "
+                                         "off the queue (not run; ended expired, stats.superseded_by). Shared by "
+                                         "all workers: one Redis counter.")
+        try:
+            superseded.add_metric([], float(int(superseded_count or 0)))
+        except ValueError:  # not a number: not ours
+            superseded.add_metric([], 0.0)
+        yield superseded
 
 
 class FerretMetrics:

@@ -18,6 +18,7 @@ MARK = "<!-- README example: run by tests/integration/test_readme_examples.py --
 # what each example prints, in order of appearance (a new example adds its row)
 EXPECTED = [
     [r"^ok \['m1'", r"Dinner party for Anna", r"^m2$"],
+    [r"^ok False True$", r"Anna moved the dinner to Saturday"],
 ]
 
 

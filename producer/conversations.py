@@ -1,0 +1,164 @@
+"""Conversation-level prefetch: the freshest context for a conversation.
+
+An agent prefetches context for its next turn in the background. When the
+next turn comes before the previous prefetch ran, that prefetch is wasted
+work in front of the one that matters: ``prefetch`` enqueues the new job
+and, in one Lua script, takes every older prefetch of the conversation that
+is still on the queue off it and gives it its final result: status
+``expired`` (it was not run, as a job whose deadline passed in the queue;
+no new status for clients to learn), ``stats.superseded_by`` naming the
+newer job, and an error saying so. An older prefetch a worker has already
+taken runs to its end; the newer one still runs.
+
+The conversation's prefetches are a short list in Redis (newest first, job
+id and the namespace's memory version when it was enqueued), kept as long
+as results are. ``context_for`` returns the newest one that has a result
+(superseded ones aside), how old it is on Redis's clock, and whether
+memories were written since it was enqueued.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ferret import keys
+from ferret.contract import RetrievalResult, Timestamps
+from ferret.errors import InvalidRequest
+from ferret.stats import JobStats
+
+if TYPE_CHECKING:
+    from producer.client import JobHandle, Producer
+
+KEPT = 5  # prefetches remembered per conversation
+
+# KEYS: the conversation's list, the prefetch queue, the counter, then per older entry: its
+# result, done and RQ job keys. ARGV: the new entry, the list's TTL, KEPT, then per older
+# entry: its id, its packed superseded result and that result's TTL.
+_SUPERSEDE = """
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[3]) - 1)
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+local superseded = {}
+local older = (#KEYS - 3) / 3
+for i = 0, older - 1 do
+  local id = ARGV[4 + 3 * i]
+  if redis.call('LREM', KEYS[2], 0, id) > 0 then
+    local result, done, job = KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i]
+    if redis.call('SET', result, ARGV[5 + 3 * i], 'NX', 'EX', ARGV[6 + 3 * i]) then
+      redis.call('DEL', done)
+      redis.call('RPUSH', done, '1')
+      redis.call('EXPIRE', done, ARGV[6 + 3 * i])
+    end
+    redis.call('DEL', job)
+    redis.call('INCR', KEYS[3])
+    table.insert(superseded, id)
+  end
+end
+return superseded
+"""
+
+
+@dataclass(frozen=True)
+class ConversationContext:
+    """The freshest finished prefetch of a conversation."""
+
+    result: RetrievalResult
+    age_seconds: float  # since it finished, on Redis's clock
+    memory_version: int  # the namespace's version when it was enqueued
+    current_version: int  # the namespace's version now
+    newer_pending: bool  # a newer prefetch of the conversation has no result yet
+
+    @property
+    def stale(self) -> bool:
+        """Memories were written (or deleted) since it was enqueued."""
+        return self.current_version != self.memory_version
+
+    @property
+    def context(self) -> str:
+        return self.result.context
+
+
+def conversation_key(namespace: str, conversation: str, max_chars: int) -> str:
+    if not isinstance(conversation, str) or not conversation.strip():
+        raise InvalidRequest("conversation", "must be a non-empty string")
+    if len(conversation) > max_chars:
+        raise InvalidRequest("conversation", f"is longer than {max_chars} characters")
+    return keys.conversation(namespace, conversation)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One prefetch in a conversation's list: ``job_id version enqueued_at deadline_at coalesced``."""
+
+    job_id: str
+    version: int
+    enqueued_at: float
+    deadline_at: float
+    coalesced: bool  # joined another request's job: never superseded from here
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.version} {self.enqueued_at:.6f} {self.deadline_at:.6f} {int(self.coalesced)}"
+
+    @classmethod
+    def parse(cls, raw: bytes | str) -> _Entry | None:
+        text = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        try:
+            job_id, version, enqueued_at, deadline_at, coalesced = text.split(" ")
+            return cls(job_id, int(version), float(enqueued_at), float(deadline_at), coalesced == "1")
+        except ValueError:
+            return None  # not ours: skipped
+
+
+class Conversations:
+    """``Producer.prefetch`` and ``Producer.context_for`` (see the module)."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+        self._supersede = producer.client.register_script(_SUPERSEDE)
+
+    def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
+        producer = self.producer
+        key = conversation_key(namespace, conversation, producer.settings.limits.max_request_id_chars)
+        now = producer.clock.time()
+        handle = producer.enqueue({**fields, "query": query, "namespace": namespace, "queue": "prefetch"})
+        entry = _Entry(handle.job_id, producer.memory_version(namespace), now, handle.deadline_at or now,
+                       handle.coalesced or handle.duplicate)
+        older = [found for raw in producer.client.lrange(key, 0, -1)
+                 if (found := _Entry.parse(raw)) is not None and found.job_id != handle.job_id
+                 and not found.coalesced]
+        ttl = producer.settings.service.ttls()["prefetch"][0]
+        script_keys = [key, producer.queues.queue_key("prefetch"), keys.superseded_count()]
+        args: list[Any] = [str(entry), ttl, KEPT]
+        for old in older:
+            script_keys += [keys.result(old.job_id), keys.done(old.job_id), producer.queues.job_key(old.job_id)]
+            args += [old.job_id, producer.results.stored_form(self._superseded(old, namespace, handle, now)), ttl]
+        self._supersede(keys=script_keys, args=args)
+        return handle
+
+    @staticmethod
+    def _superseded(old: _Entry, namespace: str, newer: JobHandle, now: float) -> RetrievalResult:
+        return RetrievalResult(
+            job_id=old.job_id, namespace=namespace, queue="prefetch", status="expired",
+            error=f"superseded by a newer prefetch for this conversation (job {newer.job_id}); not run",
+            stats=JobStats(superseded_by=newer.job_id),
+            timestamps=Timestamps(enqueued_at=old.enqueued_at, deadline_at=old.deadline_at, finished_at=now))
+
+    def context_for(self, namespace: str, conversation: str) -> ConversationContext | None:
+        producer = self.producer
+        key = conversation_key(namespace, conversation, producer.settings.limits.max_request_id_chars)
+        newer_pending = False
+        for raw in producer.client.lrange(key, 0, -1):
+            entry = _Entry.parse(raw)
+            if entry is None:
+                continue
+            result = producer.results.read(entry.job_id)
+            if result is None:
+                newer_pending = True
+                continue
+            if result.stats.superseded_by is not None:
+                continue
+            finished = result.timestamps.finished_at or producer.clock.time()
+            return ConversationContext(result, max(0.0, producer.clock.time() - finished), entry.version,
+                                       producer.memory_version(namespace), newer_pending)
+        return None
