@@ -19,6 +19,7 @@ MARK = "<!-- README example: run by tests/integration/test_readme_examples.py --
 EXPECTED = [
     [r"^ok \['m1'", r"Dinner party for Anna", r"^m2$"],
     [r"^ok False True$", r"Anna moved the dinner to Saturday"],
+    [r"^rome [A-Z]+$", r"^rome True$"],
 ]
 
 

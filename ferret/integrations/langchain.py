@@ -1,0 +1,41 @@
+"""A LangChain retriever over Ferret (``pip install 'ferret[langchain]'``).
+
+``FerretRetriever(namespace="alice").invoke("when is the dinner?")`` returns
+langchain-core ``Document``s (the memory's preview as ``page_content``,
+Ferret's scores and labels in ``metadata``); ``ainvoke`` too. ``request``
+takes any other request field (``filters``, ``options``, ``history``,
+``deadline_seconds``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr
+
+import ferret
+from ferret.integrations import answered, metadata
+
+
+class FerretRetriever(BaseRetriever):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    namespace: str
+    timeout: float = 30.0
+    request: dict[str, Any] = Field(default_factory=dict)
+    client: Any = None  # a ``ferret.connect()`` client; made on first use when not given
+    _own: Any = PrivateAttr(default=None)
+
+    def _client(self) -> Any:
+        if self.client is not None:
+            return self.client
+        if self._own is None:
+            self._own = ferret.connect()
+        return self._own
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        result = self._client().query(query, self.namespace, timeout=self.timeout, **self.request)
+        return [Document(page_content=item.preview, metadata=metadata(item, result), id=item.id)
+                for item in answered(result)]
