@@ -25,7 +25,18 @@ from ferret_cli.options import connected, fail, settings_of
 @click.pass_context
 def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wait_seconds: float,
           no_cache: bool) -> None:
-    """Enqueue every request in INPUT_FILE (JSONL) and collect the results into OUT."""
+    """Enqueue every request in INPUT_FILE (JSONL) and collect the results into OUT.
+
+    \b
+    A line of INPUT_FILE is one request (the fields of ferret query):
+      {"query": "when is the dinner with Anna?", "namespace": "alice",
+       "request_id": "q-17", "queue": "batch", "options": {"max_results": 5}}
+    A line of OUT is its final result, in input order:
+      {"line": 1, "request_id": "q-17", "job_id": "fr-r-...", "status": "ok",
+       "results": [{"id": "m1", "score": 1.3, ...}], "context": "- ...", ...}
+    A line without a request_id gets one from the file name, line number and
+    content, so --resume finds it again. Exit 0 when every line has an answer
+    (ok or partial), 1 when some failed, expired or were invalid."""
     from ferret_cli.render import BatchProgressBars
     from producer.batch import run_batch
     from producer.client import Producer

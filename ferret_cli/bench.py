@@ -26,7 +26,8 @@ def bench() -> None:
 @click.option("--compound-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Read a fixed compound set (JSONL) instead of building one.")
 @click.option("--seed", default=7, show_default=True, help="Seed for building compound queries.")
-@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
+              help="Directory the report (JSON and Markdown) is written to.")
 @click.option("--write-phrasings", type=click.Path(file_okay=False, path_type=Path),
               help="Also write each phrasing set as a --compound-file (JSONL) into this directory.")
 @click.option("--semantic", is_flag=True,
@@ -94,7 +95,8 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
 @click.option("--latency-runs", default=300, show_default=True, help="Sequential jobs for latency.")
 @click.option("--rounds", default=5, show_default=True, help="Alternating throughput rounds per worker count.")
 @click.option("--signing", is_flag=True, help="Also run the fast path with signed jobs and results, alternated.")
-@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
+              help="Directory the report (JSON and Markdown) is written to.")
 def service(jobs: int, latency_runs: int, rounds: int, signing: bool, out_dir: Path) -> None:
     """Raw RQ vs Ferret with real workers; pipeline overhead; sub-query parallelism."""
     from benchmarks.fast_path import fast_path, parallelism
@@ -168,7 +170,8 @@ def _sizes(value: str) -> list[int]:
 @click.option("--bound-mb", default=512, show_default=True, help="backend.local.index_memory_mb for the tenants run.")
 @click.option("--queries", default=200, show_default=True, help="Warm queries per run.")
 @click.option("--writes", default=20, show_default=True, help="Write-then-query cycles per size.")
-@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
+              help="Directory the report (JSON and Markdown) is written to.")
 def scale(sizes: str, tenants: str, bound_mb: int, queries: int, writes: int, out_dir: Path) -> None:
     """The local backend at scale: ingest, first query, warm queries, write-then-query, RSS, tenants."""
     from benchmarks.scale import run
@@ -187,7 +190,8 @@ def scale(sizes: str, tenants: str, bound_mb: int, queries: int, writes: int, ou
 @click.option("--cycles", default=25, show_default=True, help="Write-then-query cycles per side per round.")
 @click.option("--rounds", default=8, show_default=True, help="Rounds, cluster and single Redis alternated.")
 @click.option("--warm-tenants", default=100, show_default=True, help="Tenants the cycles pick from (warmed first).")
-@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
+              help="Directory the report (JSON and Markdown) is written to.")
 def cluster(tenants: str, cycles: int, rounds: int, warm_tenants: int, out_dir: Path) -> None:
     """The memory store on a real Redis Cluster against one Redis: spread, write-then-query, failover."""
     from benchmarks.cluster_store import run

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from rich.bar import Bar
@@ -51,6 +52,12 @@ def results_table(result: RetrievalResult) -> Table:
                       str(item.sub_query), visible(" ".join((item.title or item.preview).split())))
     if not result.results:
         table.add_row("", "", "", "", "", "(no results)")
+    scores = [item.score for item in result.results]
+    parts = {item.sub_query for item in result.results}
+    if len(parts) > 1 and any(later > earlier for earlier, later in pairwise(scores)):
+        table.caption = ("in the answer's order: the sub-queries' (sq) results take turns, each "
+                         "sub-query's by score, so every part of the question is covered near the top")
+        table.caption_justify = "left"
     return table
 
 

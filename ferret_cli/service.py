@@ -77,7 +77,10 @@ def worker(ctx: click.Context, queue_names: tuple[str, ...], queues: str | None,
            worker_class: str | None, name: str | None, max_jobs: int | None, max_idle_time: int | None,
            worker_log_level: str | None, verbose: bool, quiet: bool, metrics_port: int | None,
            metrics_host: str) -> None:
-    """Run an RQ worker for Ferret's retrieval jobs: ``ferret worker [prefetch] [batch]``."""
+    """Run a worker for Ferret's retrieval jobs on QUEUES (default: prefetch batch).
+
+    It serves until SIGTERM or Ctrl-C (the job in hand finishes first), or,
+    with --burst, until the queues are empty."""
     from rq_wing.runner import run_worker
 
     if url:
@@ -125,17 +128,18 @@ def _not_yet(handle: JobHandle, pending: ResultTimeout, as_json: bool, now: floa
 @namespace_option
 @history_option
 @filter_options
-@click.option("--queue", type=click.Choice(["prefetch", "batch"]), default="prefetch", show_default=True)
+@click.option("--queue", type=click.Choice(["prefetch", "batch"]), default="prefetch", show_default=True,
+              help="prefetch: short deadline (5 s), served first; batch: long deadline (600 s).")
 @click.option("--request-id", help="Idempotency key: the same id is one job.")
 @click.option("--deadline", type=float, help="Seconds from now (default per queue).")
-@click.option("--max-results", type=int)
+@click.option("--max-results", type=int, help="Cap on results (default from settings: 20).")
 @click.option("--rerank", is_flag=True, help="Ask for the LLM re-rank (when switched on in the settings).")
 @click.option("--explicit", is_flag=True, help="An explicit recall: stronger co-retrieval strengthening.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the retrieval cache: a fresh answer.")
 @click.option("--agent", is_flag=True, help="Run the agent loop (when agent.enabled), whatever the route.")
 @click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Seconds to wait for the result (0: just enqueue).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result document as JSON (ASCII).")
 @click.pass_context
 def query(ctx: click.Context, text: str, namespace: str, history: tuple[str, ...], queue: str, request_id: str | None,
           deadline: float | None, max_results: int | None, rerank: bool, explicit: bool, no_cache: bool, agent: bool,
@@ -170,7 +174,7 @@ def query(ctx: click.Context, text: str, namespace: str, history: tuple[str, ...
 
 @click.command()
 @click.argument("job_id")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result document as JSON (ASCII).")
 @click.pass_context
 def result(ctx: click.Context, job_id: str, as_json: bool) -> None:
     """Show the result of JOB_ID (or its current status)."""
@@ -196,7 +200,7 @@ def result(ctx: click.Context, job_id: str, as_json: bool) -> None:
 
 @click.command()
 @click.argument("job_id")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON (its spans, with timings).")
 @click.pass_context
 def trace(ctx: click.Context, job_id: str, as_json: bool) -> None:
     """Draw the trace of JOB_ID as a waterfall."""

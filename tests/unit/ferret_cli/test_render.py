@@ -18,3 +18,21 @@ def test_waterfall_indents_children_and_shows_durations():
     assert len(job_bar.strip()) == 40  # the whole axis
     assert job_bar.index(search_bar.strip()[0]) < search_bar.index(search_bar.strip()[0])  # starts later
     assert len(search_bar.strip()) < len(job_bar.strip()) // 2 + 2  # 4 of 10 ms
+
+
+def _result(rows):
+    from ferret.contract import ResultItem, RetrievalResult, Timestamps
+
+    items = [ResultItem(id=f"m{n}", score=score, original_score=score, section="EPISODIC", subtype=None,
+                        sub_query=part, sub_query_text=None, title=f"t{n}", preview="p", date=None)
+             for n, (score, part) in enumerate(rows)]
+    return RetrievalResult(job_id="j", namespace="n", queue="prefetch", status="ok", results=items,
+                           timestamps=Timestamps(enqueued_at=0, deadline_at=1))
+
+
+def test_an_interleaved_table_says_why_its_scores_are_not_sorted():
+    from ferret_cli.render import results_table
+
+    interleaved = results_table(_result([(0.9, 0), (0.5, 1), (0.8, 0), (0.4, 1)]))
+    assert "take turns" in str(interleaved.caption)
+    assert results_table(_result([(0.9, 0), (0.8, 0)])).caption is None

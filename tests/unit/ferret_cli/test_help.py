@@ -1,0 +1,35 @@
+"""Help that teaches: every option says what it does, no reST markup shows,
+and ``batch --help`` shows what a line of its input and of its output is."""
+
+from __future__ import annotations
+
+import click
+from click.testing import CliRunner
+
+from ferret_cli.main import cli
+
+
+def _commands(command: click.Command, path: tuple[str, ...] = ()):
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _commands(sub, (*path, name))
+    else:
+        yield path, command
+
+
+def test_every_option_of_every_command_has_help():
+    missing = [(" ".join(path), option.opts[0]) for path, command in _commands(cli) for option in command.params
+               if isinstance(option, click.Option) and not option.hidden and not option.help]
+    assert missing == []
+
+
+def test_no_help_shows_rest_markup():
+    for path, _ in _commands(cli):
+        shown = CliRunner().invoke(cli, [*path, "--help"]).output
+        assert "``" not in shown and ":func:" not in shown, path
+
+
+def test_batch_help_shows_an_input_line_and_an_output_line():
+    shown = CliRunner().invoke(cli, ["batch", "--help"]).output
+    assert '{"query": "when is the dinner with Anna?", "namespace": "alice",' in shown
+    assert '{"line": 1, "request_id": "q-17", "job_id": "fr-r-...", "status": "ok",' in shown
