@@ -6,6 +6,9 @@ behind (``result_ttl=0``: RQ deletes its hash and writes no result stream):
 Ferret's own result is the answer, and RQ's stream would cost ~4.7 KB of
 Redis a job (a stream's first node) to say "finished". A failed job stays
 in RQ's failed registry for ``failure_ttl``, for an operator to look at.
+A job's description (what ``rq info`` and dashboards show) names its queue
+and namespace, never the query (RQ's default writes the call, query text
+included).
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ class RQQueues:
 
     def enqueue(self, queue: str, payload: dict[str, Any], job_id: str, timeout: int, failure_ttl: int) -> None:
         """Put one job on ``queue`` (RQ's hard timeout as given; see the module for the TTLs)."""
+        namespace = payload.get("request", {}).get("namespace", "?") if isinstance(payload, dict) else "?"
         self._queues[queue].enqueue_call(JOB_FUNCTION, args=(payload,), job_id=job_id, timeout=timeout,
-                                         result_ttl=0, failure_ttl=failure_ttl)
+                                         result_ttl=0, failure_ttl=failure_ttl,
+                                         description=f"ferret retrieval ({queue}, namespace {namespace})")
 
     def queue_key(self, queue: str) -> str:
         """The Redis list RQ keeps ``queue``'s waiting jobs in."""

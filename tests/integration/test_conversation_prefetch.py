@@ -31,6 +31,8 @@ def test_a_newer_prefetch_supersedes_the_queued_ones(worker_class, producer, sam
         assert done.status == "expired" and done.stats.superseded_by == newer.job_id
         assert "superseded by a newer prefetch" in done.error and not done.results
     assert producer.context_for(sample_namespace, "chat-1") is None  # nothing finished yet
+    description = redis_client.hget(f"rq:job:{other.job_id}", "description")  # what dashboards show
+    assert description == f"ferret retrieval (prefetch, namespace {sample_namespace})".encode()  # no query text
     port = free_port()
     start_workers(1, "--worker-class", worker_class, "--metrics-port", str(port))
     assert producer.wait(third, 30).status == "ok" and producer.wait(other, 30).status == "ok"
