@@ -7,11 +7,14 @@ from __future__ import annotations
 import threading
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN
 
 from ferret.text import AUXILIARIES, EN_QUESTION_WORD_SET, PERFECT, PRONOUNS, TOKEN
 
-STOPWORDS = frozenset(STOPWORDS_EN) | EN_QUESTION_WORD_SET | AUXILIARIES | PRONOUNS | PERFECT | frozenset(
+# Lucene's English stop words (its EnglishAnalyzer's default set), the list bm25s shipped
+ENGLISH_STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with".split())
+STOPWORDS = ENGLISH_STOP_WORDS | EN_QUESTION_WORD_SET | AUXILIARIES | PRONOUNS | PERFECT | frozenset(
     "about from with".split())
 _local = threading.local()
 
