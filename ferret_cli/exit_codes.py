@@ -9,6 +9,7 @@
 | 4 | not found: no job, result or trace under that id |
 | 5 | not yet: no answer within ``--wait`` (the job is still queued or running) |
 | 6 | bad result: what is stored as the answer is not one, or not this request's (forged or corrupt) |
+| 7 | ended by RQ: RQ failed, stopped or cancelled the job with no Ferret result; it will not run again by itself |
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ UNAVAILABLE = 3
 NOT_FOUND = 4
 NOT_YET = 5
 BAD_RESULT = 6
+ENDED_BY_RQ = 7
 
 
 def for_error(exc: FerretError) -> int:

@@ -85,12 +85,44 @@ def status(ctx: click.Context) -> None:
 
 
 @redis.command()
+@click.option("--force", is_flag=True,
+              help="Stop it even with workers connected (they log connection errors until it is back).")
 @click.pass_context
-def stop(ctx: click.Context) -> None:
-    """Stop the embedded server, its data saved."""
+def stop(ctx: click.Context, force: bool) -> None:
+    """Stop the embedded server, its data saved.
+
+    With workers connected it refuses unless --force: stop the workers
+    first (SIGTERM; each finishes its job in hand)."""
+    import time
+
     _refuse_if_configured(ctx, "it is not Ferret's to stop")
     shared = shared_redis(settings_of(ctx))
-    if shared.stop():
-        click.echo(f"stopped the embedded Redis; data saved in {shared.directory}")
-    else:
+    if not shared.running():
         click.echo("the embedded Redis was not running")
+        return
+    clients, workers = _connected(shared.socket)
+    if workers and not force:
+        click.echo(f"error: {len(workers)} worker(s) are connected ({', '.join(workers)}): stop them first "
+                   "(SIGTERM: each finishes its job in hand), or pass --force", err=True)
+        sys.exit(exit_codes.USAGE)
+    said = f"{clients} other client(s) connected" + (f", {len(workers)} of them worker(s)" if workers else "")
+    click.echo(f"stopping the embedded Redis ({said}): saving its data ...", err=True)
+    started = time.monotonic()
+    shared.stop()
+    click.echo(f"stopped the embedded Redis in {time.monotonic() - started:.1f} s; data saved in "
+               f"{shared.directory}")
+
+
+def _connected(socket: object) -> tuple[int, list[str]]:
+    """How many clients besides this one are connected, and the workers' names."""
+    import redis as redis_py
+
+    from rq_wing.producer_side import worker_names
+
+    client = redis_py.Redis(unix_socket_path=str(socket), socket_timeout=2)
+    try:
+        return max(0, len(client.client_list()) - 1), worker_names(client)
+    except redis_py.RedisError:
+        return 0, []
+    finally:
+        client.close()

@@ -183,6 +183,13 @@ def result(ctx: click.Context, job_id: str, as_json: bool) -> None:
         found = producer.result(job_id)
         if found is None:
             state = producer.status(job_id)
+            if state.rq_state in ("failed", "stopped", "canceled"):
+                why = producer.queues.ended_reason(job_id)
+                click.echo(f"error: job {job_id} was {state.rq_state} by RQ with no Ferret result"
+                           + (f" ({why})" if why else "") + "; it will not run again by itself: enqueue the "
+                           "request again (the same request id runs it again), or 'ferret batch --resume'",
+                           err=True)
+                sys.exit(exit_codes.ENDED_BY_RQ)
             click.echo(json.dumps(state.to_dict()) if as_json else
                        f"job {job_id}: no final result yet (RQ state {state.rq_state})" if state.known else
                        f"job {job_id}: unknown (no result and no RQ job: never enqueued, or expired)")

@@ -13,15 +13,19 @@ included).
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import redis
 from rq import Queue, Worker
 from rq.job import Job
+from rq.results import Result
 from rq.serializers import JSONSerializer
 
 from ferret.clock import Clock
 from ferret.contract import JOB_FUNCTION, QUEUES
+from ferret.inflate import InflatesTooLarge, inflate_capped
+from ferret.records import visible
 from rq_wing.clock import use_clock
 
 # RQ states after which RQ will not run the job again by itself.
@@ -64,6 +68,24 @@ class RQQueues:
             return "unknown" if self.exists(job_id) else None  # a hash with no status: an old or odd one
         return status.decode(errors="replace") if isinstance(status, bytes) else str(status)
 
+    def ended_reason(self, job_id: str) -> str | None:
+        """The last line of the error RQ recorded when it ended the job (failed, stopped), if any.
+        Read as untrusted input: at most 64 KiB inflated, control characters shown escaped."""
+        try:
+            entries = self.client.xrevrange(Result.get_key(job_id), count=1)
+        except redis.ResponseError:  # not a stream: not RQ's
+            return None
+        fields = entries[0][1] if entries else {}
+        raw = fields.get(b"exc_string") if isinstance(fields, dict) else None
+        if not raw:
+            return None
+        try:
+            text = inflate_capped(base64.b64decode(raw, validate=True), 64 * 1024)
+        except (ValueError, InflatesTooLarge):
+            return None
+        lines = [line for line in (text or b"").decode(errors="replace").splitlines() if line.strip()]
+        return visible(lines[-1].strip())[:300] if lines else None
+
     def origin(self, job_id: str) -> str | None:
         """The queue RQ put the job on, None when there is no job."""
         origin = self.client.hget(Job.key_for(job_id), "origin")
@@ -92,6 +114,11 @@ class RQQueues:
 def workers_up(client: redis.Redis) -> int:
     """How many RQ workers are registered (alive within their TTL)."""
     return int(Worker.count(connection=client))
+
+
+def worker_names(client: redis.Redis) -> list[str]:
+    """The names of the RQ workers registered (alive within their TTL)."""
+    return sorted(str(worker.name) for worker in Worker.all(connection=client))
 
 
 def workers_serving(client: redis.Redis, queue: str) -> int:

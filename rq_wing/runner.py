@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -68,7 +69,13 @@ class _Observed:
     last_cleaned_at: Any
     _ferret_last_reap = 0.0
     _ferret_registration_checked = 0.0
+    ferret_stop_signal: int | None = None  # the signal that asked this worker to stop, if one did
     _state: str
+
+    def request_stop(self, signum: int, frame: Any) -> None:
+        if self.ferret_stop_signal is None:
+            self.ferret_stop_signal = signum
+        super().request_stop(signum, frame)  # type: ignore[misc]
 
     @contextmanager
     def _redis_may_be_away(self, what: str) -> Iterator[None]:
@@ -291,6 +298,20 @@ def _refused(context: WorkerResources, metrics: FerretMetrics, refusal: Refusal)
     record_refusal(context, refusal.job_id, refusal.queue, refusal.reason, refusal.message)
 
 
+def stop_reason(worker: Any, burst: bool, max_jobs: int | None, max_idle_time: int | None) -> str:
+    """Why RQ's loop returned, in the words of the option or signal that made it."""
+    signum = getattr(worker, "ferret_stop_signal", None)
+    if signum is not None:
+        return f"{signal.Signals(signum).name}: the job in hand, if any, finished first"
+    if max_jobs is not None and worker.successful_job_count + worker.failed_job_count >= max_jobs:
+        return f"--max-jobs {max_jobs} reached"
+    if burst:
+        return "--burst: the queues are empty"
+    if max_idle_time is not None:
+        return f"--max-idle-time: nothing to do for {max_idle_time} s"
+    return "RQ's loop ended"
+
+
 def log_finished(report: JobReport) -> None:
     """One INFO line per finished job (no query text: that stays in the trace)."""
     result = report.result
@@ -390,10 +411,15 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
     gc.freeze()
     logger.info("Listening on %s at %s (worker %s, %s, pid %d)", ", ".join(q.name for q in worker.queues),
                 redacted(url_of(client)), worker.name, type(worker).__name__, os.getpid())
+    reason = "stopped by an error (see above)"
     try:
-        return bool(worker.work(burst=burst, logging_level=rq_log_level or log_level, with_scheduler=False,
-                                max_jobs=max_jobs, max_idle_time=max_idle_time))
+        worked = bool(worker.work(burst=burst, logging_level=rq_log_level or log_level, with_scheduler=False,
+                                  max_jobs=max_jobs, max_idle_time=max_idle_time))
+        reason = stop_reason(worker, burst, max_jobs, max_idle_time)
+        return worked
     finally:
+        logger.info("worker %s stopped (%s) after %d job(s)", worker.name, reason,
+                    worker.successful_job_count + worker.failed_job_count)
         for observer in worker.ferret_observers:  # type: ignore[attr-defined]
             shutdown = getattr(observer, "shutdown", None)
             if shutdown is not None:
