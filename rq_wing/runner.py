@@ -70,6 +70,7 @@ class _Observed:
     _ferret_last_reap = 0.0
     _ferret_registration_checked = 0.0
     ferret_stop_signal: int | None = None  # the signal that asked this worker to stop, if one did
+    ferret_jobs_taken = 0  # jobs this worker ran (to a result, or cut short)
     _state: str
 
     def request_stop(self, signum: int, frame: Any) -> None:
@@ -231,6 +232,7 @@ class _Observed:
         super().handle_exception(job, *exc_info)  # type: ignore[misc]
 
     def _record(self, job: Job) -> None:
+        self.ferret_jobs_taken += 1
         try:
             report = report_of(job) or self._stored_report(job)
         except Exception:
@@ -303,7 +305,7 @@ def stop_reason(worker: Any, burst: bool, max_jobs: int | None, max_idle_time: i
     signum = getattr(worker, "ferret_stop_signal", None)
     if signum is not None:
         return f"{signal.Signals(signum).name}: the job in hand, if any, finished first"
-    if max_jobs is not None and worker.successful_job_count + worker.failed_job_count >= max_jobs:
+    if max_jobs is not None and getattr(worker, "ferret_jobs_taken", 0) >= max_jobs:
         return f"--max-jobs {max_jobs} reached"
     if burst:
         return "--burst: the queues are empty"
@@ -419,7 +421,7 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
         return worked
     finally:
         logger.info("worker %s stopped (%s) after %d job(s)", worker.name, reason,
-                    worker.successful_job_count + worker.failed_job_count)
+                    getattr(worker, "ferret_jobs_taken", 0))
         for observer in worker.ferret_observers:  # type: ignore[attr-defined]
             shutdown = getattr(observer, "shutdown", None)
             if shutdown is not None:
