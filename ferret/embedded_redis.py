@@ -23,9 +23,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis
 
@@ -33,6 +35,9 @@ from ferret.errors import ConfigError
 from ferret.pids import pid_alive
 from ferret.redis_conn import answers_at_once
 from ferret.redis_keeper import KEEPER_NAME, SOCKET_FILE, STATE_FILE
+
+if TYPE_CHECKING:
+    from ferret.settings import Settings
 
 _START_TIMEOUT_SECONDS = 10.0
 _STOP_TIMEOUT_SECONDS = 30.0
@@ -180,6 +185,22 @@ def _number(value: object) -> float | None:
 def _int_or_none(value: object) -> int | None:
     number = _number(value)
     return int(number) if number is not None else None
+
+
+def shared_redis_for(settings: Settings) -> SharedRedis:
+    """The shared embedded server the settings name (``redis.embedded_dir``)."""
+    return SharedRedis(settings.redis.embedded_dir, settings.redis.embedded_idle_seconds)
+
+
+def redis_url_for(settings: Settings, started: Callable[[SharedRedis], None] = lambda shared: None) -> str:
+    """The configured URL, else the shared embedded server's, started (and ``started``
+    called with it) if it was not running: what the CLI and ``ferret.connect()`` both use."""
+    if settings.redis.url:
+        return settings.redis.url
+    shared = shared_redis_for(settings)
+    if shared.ensure():
+        started(shared)
+    return shared.url
 
 
 class EmbeddedRedis:

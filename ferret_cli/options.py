@@ -24,23 +24,23 @@ def settings_of(ctx: click.Context) -> Settings:
 
 
 def shared_redis(settings: Settings) -> SharedRedis:
-    from ferret.embedded_redis import SharedRedis
+    from ferret.embedded_redis import shared_redis_for
 
-    return SharedRedis(settings.redis.embedded_dir, settings.redis.embedded_idle_seconds)
+    return shared_redis_for(settings)
 
 
 def redis_url(settings: Settings) -> str:
     """The configured URL, else the shared embedded server's (started, and
     said so, if it was not running)."""
-    if settings.redis.url:
-        return settings.redis.url
-    shared = shared_redis(settings)
-    if shared.ensure():
+    from ferret.embedded_redis import redis_url_for
+
+    def said(shared: SharedRedis) -> None:
         idle = settings.redis.embedded_idle_seconds
         until = f"after {idle:g} s with no client or " if idle else ""
         click.echo(f"started the embedded Redis at {shared.url} (data in {shared.directory}; it stops {until}"
                    "on 'ferret redis stop')", err=True)
-    return shared.url
+
+    return redis_url_for(settings, said)
 
 
 @contextmanager

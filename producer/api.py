@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from ferret.contract import RetrievalResult, parse_request
+from ferret.embedded_redis import redis_url_for
 from ferret.errors import InvalidMemory
 from ferret.ingest import parse_memory
 from ferret.records import Memory
@@ -36,18 +37,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MemoryLike = Memory | Mapping[str, Any] | str
-
-
-def redis_url_of(settings: Settings) -> str:
-    """The configured URL, else the shared embedded server's (started if it was not running)."""
-    if settings.redis.url:
-        return settings.redis.url
-    from ferret.embedded_redis import SharedRedis
-
-    shared = SharedRedis(settings.redis.embedded_dir, settings.redis.embedded_idle_seconds)
-    if shared.ensure():
-        logger.info("started the embedded Redis at %s (data in %s)", shared.url, shared.directory)
-    return shared.url
 
 
 def as_memories(items: Iterable[MemoryLike]) -> list[Memory]:
@@ -160,4 +149,6 @@ def connect(settings: Settings | None = None, *, url: str | None = None,
         settings = load_settings(config)
     if url is not None:
         settings = settings.model_copy(update={"redis": settings.redis.model_copy(update={"url": url})})
-    return Client(settings, client_for(redis_url_of(settings)))
+    url_now = redis_url_for(settings, lambda shared: logger.info("started the embedded Redis at %s (data in %s)",
+                                                                  shared.url, shared.directory))
+    return Client(settings, client_for(url_now))
