@@ -24,12 +24,10 @@ import json
 
 from ferret import __version__, keys
 from ferret.contract import ResultItem, RetrievalRequest
-from ferret.packed import pack, unpack
+from ferret.packed import MAX_VALUE_BYTES, pack, unpack
 from ferret.settings import Settings
 from ferret.stats import JobStats
 from ferret.text import cache_form
-
-ENTRY_CAP_BYTES = 16 * 1024 * 1024  # far above any answer (limits.max_result_bytes: 2 MB)
 
 
 def normalise(query: str) -> str:
@@ -91,6 +89,6 @@ def cache_entry(results: list[ResultItem], context: str, stats: JobStats) -> byt
 def read_entry(raw: bytes | str, looked_up_ms: float) -> tuple[list[ResultItem], str, JobStats]:
     """A cached answer: its results, context, and stats marked as a hit; a
     ``ValueError`` (or ``KeyError``, ``TypeError``) when what is stored is not one."""
-    data = json.loads(unpack(raw, ENTRY_CAP_BYTES))
+    data = json.loads(unpack(raw, MAX_VALUE_BYTES))
     stats = JobStats.model_validate({**data["stats"], "cache_hit": True, "stage_ms": {"cache": looked_up_ms}})
     return [ResultItem.model_validate(item) for item in data["results"]], data["context"], stats

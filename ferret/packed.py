@@ -17,6 +17,9 @@ import zlib
 from ferret.inflate import InflatesTooLarge, inflate_capped
 
 MARK = b"\x1fFZ1"
+# What a reader takes of a stored value, packed or inflated: far above any result
+# (limits.max_result_bytes: 2 MB), trace or cache entry.
+MAX_VALUE_BYTES = 16 * 1024 * 1024
 LEVEL = 1  # zlib's fastest: ~30 us for a 5 KB result, ~3x smaller (level 6 gains ~8% more for ~30% more time)
 
 

@@ -2,10 +2,11 @@
 
 The worker writes a final result, its trace and a "done" token in one Lua
 script (result and trace packed: ``ferret.packed``): the first final result
-for a job wins (a job re-run after a crash cannot replace it), a trace id already holding another job's trace is never
-overwritten (nothing is written and the caller picks a new id), and every
-key gets a TTL. Waiters block on the done list
-(BLPOP) instead of polling, and put the token back for other waiters.
+for a job wins (a job re-run after a crash cannot replace it), a trace id
+already holding another job's trace is never overwritten (nothing is
+written and the caller picks a new id), and every key gets a TTL. Waiters
+block on the done list (BLPOP) instead of polling, and put the token back
+for other waiters.
 
 A cache entry written with a result is also entered in the cache index (a
 sorted set by write time); past ``cache_max_entries`` the oldest entries are
@@ -28,7 +29,7 @@ from ferret import keys
 from ferret.clock import Clock, RedisClock
 from ferret.contract import RetrievalResult
 from ferret.errors import BadResult, ForeignResult
-from ferret.packed import UnpackFailed, pack, unpack
+from ferret.packed import MAX_VALUE_BYTES, UnpackFailed, pack, unpack
 from ferret.replication import ReplicaWait
 from ferret.signing import result_signature_holds, sign_result, split_result
 
@@ -66,7 +67,7 @@ class WriteOutcome(IntEnum):
     TRACE_TAKEN = 2  # the trace id holds another job's trace: nothing written
 
 
-READ_CAP_BYTES = 16 * 1024 * 1024  # far above any result (limits.max_result_bytes: 2 MB) or trace
+READ_CAP_BYTES = MAX_VALUE_BYTES
 _SPAN_FIELDS: dict[str, type | tuple[type, ...]] = {
     "name": str, "span_id": str, "start_time_unix_nano": int, "end_time_unix_nano": int, "duration_ms": (int, float)}
 
