@@ -96,7 +96,8 @@ def result(job_id: str) -> str:
 
 
 def done(job_id: str) -> str:
-    """List that gets one token when the result is written (for blocking waits)."""
+    """List that gets one token when the result is written (for blocking waits), and the
+    channel the writer publishes on at that moment (for waiters sharing one connection)."""
     return f"{PREFIX}:done:{job_id}"
 
 

@@ -6,7 +6,8 @@ for a job wins (a job re-run after a crash cannot replace it), a trace id
 already holding another job's trace is never overwritten (nothing is
 written and the caller picks a new id), and every key gets a TTL. Waiters
 block on the done list (BLPOP) instead of polling, and put the token back
-for other waiters.
+for other waiters; the script also publishes on a channel named as the done
+list, for waiters that share one connection (``producer.done_hub``).
 
 A cache entry written with a result is also entered in the cache index (a
 sorted set by write time); past ``cache_max_entries`` the oldest entries are
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 from enum import IntEnum
-from typing import Any
+from typing import Any, cast
 
 import redis
 from pydantic import ValidationError
@@ -32,6 +33,7 @@ from ferret.errors import BadResult, ForeignResult
 from ferret.packed import MAX_VALUE_BYTES, UnpackFailed, pack, unpack
 from ferret.replication import ReplicaWait
 from ferret.signing import result_signature_holds, sign_result, split_result
+from ferret.steps import Call, Step
 
 WAIT_SLICE_SECONDS = 2.0
 
@@ -43,6 +45,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
   redis.call('DEL', KEYS[3])
   redis.call('RPUSH', KEYS[3], '1')
   redis.call('EXPIRE', KEYS[3], ARGV[3])
+  redis.call('PUBLISH', KEYS[3], '1')
   if ARGV[5] ~= '' then
     redis.call('SET', KEYS[4], ARGV[5], 'EX', ARGV[6])
     redis.call('ZADD', KEYS[5], ARGV[7], KEYS[4])
@@ -116,42 +119,16 @@ class ResultStore:
         return WriteOutcome(int(written))
 
     def stored_form(self, result: RetrievalResult) -> bytes:
-        """The bytes ``write`` stores for a result: signed when a key is set, packed."""
-        return pack(self._signed(result))
-
-    def _signed(self, result: RetrievalResult) -> bytes:
-        body = result.model_dump_json().encode()
-        return sign_result(self.signing_key, body) if self.signing_key is not None else body
+        """The bytes ``write`` stores for a result (``stored_result``)."""
+        return stored_result(result, self.signing_key)
 
     def read(self, job_id: str) -> RetrievalResult | None:
-        """The result stored for ``job_id``, checked as untrusted input: at most
-        ``READ_CAP_BYTES`` are read; garbage, the wrong shape or the wrong key type is
-        ``BadResult``, a result naming another job ``ForeignResult``."""
+        """The result stored for ``job_id`` (``read_result``)."""
         try:
             raw = self.client.getrange(keys.result(job_id), 0, READ_CAP_BYTES)
         except redis.ResponseError as exc:  # WRONGTYPE: a list, a hash... under the result's key
             raise BadResult(job_id, f"is not a string ({str(exc).split(' ', 1)[0]})") from None
-        if not raw:
-            return None
-        if len(raw) > READ_CAP_BYTES:
-            raise BadResult(job_id, f"is larger than any result ({READ_CAP_BYTES:,} bytes read)")
-        try:
-            stored = unpack(raw, READ_CAP_BYTES)
-        except UnpackFailed as exc:
-            raise BadResult(job_id, f"is not a result ({exc})") from None
-        body, signature = split_result(stored)
-        if self.signing_key is not None and not result_signature_holds(self.signing_key, body, signature):
-            raise ForeignResult(job_id, "is not signed with the shared key" if signature is None
-                                else "has a signature that does not match (another key, or changed)")
-        try:
-            found = RetrievalResult.model_validate_json(body)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"]) or "the document"
-            raise BadResult(job_id, f"is not a result ({where}: {error['msg'][:120]})") from None
-        if found.job_id != job_id:
-            raise ForeignResult(job_id, f"names another job ({found.job_id[:80]!r})")
-        return found
+        return parse_result(job_id, cast(bytes | None, raw), self.signing_key)
 
     def exists(self, job_id: str) -> bool:
         return bool(self.client.exists(keys.result(job_id)))
@@ -174,11 +151,74 @@ class ResultStore:
         return found
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
-        """The trace stored under ``trace_id``; None when there is none, or what is there is
-        not a trace of ours (read as untrusted input, at most ``READ_CAP_BYTES``)."""
+        """The trace stored under ``trace_id`` (``parse_trace``)."""
         try:
             raw = self.client.getrange(keys.trace(trace_id), 0, READ_CAP_BYTES)
-            found = json.loads(unpack(raw, READ_CAP_BYTES)) if raw and len(raw) <= READ_CAP_BYTES else None
-        except (redis.ResponseError, ValueError):  # UnpackFailed is a ValueError
+        except redis.ResponseError:
             return None
-        return found if _is_trace(found) else None
+        return parse_trace(cast(bytes | None, raw))
+
+
+def stored_result(result: RetrievalResult, signing_key: bytes | None) -> bytes:
+    """The bytes stored for a result: signed when a key is set, packed."""
+    body = result.model_dump_json().encode()
+    return pack(sign_result(signing_key, body) if signing_key is not None else body)
+
+
+def read_result(job_id: str, signing_key: bytes | None) -> Step[RetrievalResult | None]:
+    """The result stored for ``job_id``, checked as untrusted input (``parse_result``);
+    the wrong key type is ``BadResult``."""
+    try:
+        raw = yield Call(("GETRANGE", keys.result(job_id), 0, READ_CAP_BYTES))
+    except redis.ResponseError as exc:  # WRONGTYPE: a list, a hash... under the result's key
+        raise BadResult(job_id, f"is not a string ({str(exc).split(' ', 1)[0]})") from None
+    return parse_result(job_id, raw, signing_key)
+
+
+def read_trace(trace_id: str) -> Step[dict[str, Any] | None]:
+    try:
+        raw = yield Call(("GETRANGE", keys.trace(trace_id), 0, READ_CAP_BYTES))
+    except redis.ResponseError:
+        return None
+    return parse_trace(raw)
+
+
+def result_exists(job_id: str) -> Step[bool]:
+    return bool((yield Call(("EXISTS", keys.result(job_id)))))
+
+
+def parse_result(job_id: str, raw: bytes | None, signing_key: bytes | None) -> RetrievalResult | None:
+    """A result read for ``job_id`` (at most ``READ_CAP_BYTES`` + 1 bytes), checked as untrusted
+    input: garbage or the wrong shape is ``BadResult``, a result naming another job (or not
+    signed with ``signing_key``, when there is one) ``ForeignResult``; None when there is none."""
+    if not raw:
+        return None
+    if len(raw) > READ_CAP_BYTES:
+        raise BadResult(job_id, f"is larger than any result ({READ_CAP_BYTES:,} bytes read)")
+    try:
+        stored = unpack(raw, READ_CAP_BYTES)
+    except UnpackFailed as exc:
+        raise BadResult(job_id, f"is not a result ({exc})") from None
+    body, signature = split_result(stored)
+    if signing_key is not None and not result_signature_holds(signing_key, body, signature):
+        raise ForeignResult(job_id, "is not signed with the shared key" if signature is None
+                            else "has a signature that does not match (another key, or changed)")
+    try:
+        found = RetrievalResult.model_validate_json(body)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "the document"
+        raise BadResult(job_id, f"is not a result ({where}: {error['msg'][:120]})") from None
+    if found.job_id != job_id:
+        raise ForeignResult(job_id, f"names another job ({found.job_id[:80]!r})")
+    return found
+
+
+def parse_trace(raw: bytes | None) -> dict[str, Any] | None:
+    """A trace as read (at most ``READ_CAP_BYTES`` + 1 bytes); None when there is none, or
+    what is there is not a trace of ours (read as untrusted input)."""
+    try:
+        found = json.loads(unpack(raw, READ_CAP_BYTES)) if raw and len(raw) <= READ_CAP_BYTES else None
+    except ValueError:  # UnpackFailed is a ValueError
+        return None
+    return found if _is_trace(found) else None

@@ -25,10 +25,13 @@ from typing import TYPE_CHECKING, Any
 from ferret import keys
 from ferret.contract import RetrievalResult, Timestamps
 from ferret.errors import InvalidRequest
+from ferret.results import stored_result
 from ferret.stats import JobStats
+from ferret.steps import Call, Eval, Now, Step
+from rq_wing.producer_side import PREFETCH_QUEUE_KEY, job_key
 
 if TYPE_CHECKING:
-    from producer.client import JobHandle, Producer
+    from producer.rules import JobHandle, ProducerRules
 
 KEPT = 5  # prefetches remembered per conversation
 
@@ -49,6 +52,7 @@ for i = 0, older - 1 do
       redis.call('DEL', done)
       redis.call('RPUSH', done, '1')
       redis.call('EXPIRE', done, ARGV[6 + 3 * i])
+      redis.call('PUBLISH', done, '1')
     end
     redis.call('DEL', job)
     redis.call('INCR', KEYS[3])
@@ -110,30 +114,29 @@ class _Entry:
             return None  # not ours: skipped
 
 
-class Conversations:
-    """``Producer.prefetch`` and ``Producer.context_for`` (see the module)."""
+class ConversationRules:
+    """``prefetch`` and ``context_for`` as ``ferret.steps`` rules (see the module)."""
 
-    def __init__(self, producer: Producer) -> None:
-        self.producer = producer
-        self._supersede = producer.client.register_script(_SUPERSEDE)
+    def __init__(self, rules: ProducerRules) -> None:
+        self.rules = rules
 
-    def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
-        producer = self.producer
-        key = conversation_key(namespace, conversation, producer.settings.limits.max_request_id_chars)
-        now = producer.clock.time()
-        handle = producer.enqueue({**fields, "query": query, "namespace": namespace, "queue": "prefetch"})
-        entry = _Entry(handle.job_id, producer.memory_version(namespace), now, handle.deadline_at or now,
-                       handle.coalesced or handle.duplicate)
-        older = [found for raw in producer.client.lrange(key, 0, -1)
+    def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> Step[JobHandle]:
+        rules = self.rules
+        key = conversation_key(namespace, conversation, rules.settings.limits.max_request_id_chars)
+        now = yield Now()
+        handle = yield from rules.enqueue({**fields, "query": query, "namespace": namespace, "queue": "prefetch"})
+        version = yield from rules.memory_version(namespace)
+        entry = _Entry(handle.job_id, version, now, handle.deadline_at or now, handle.coalesced or handle.duplicate)
+        older = [found for raw in (yield Call(("LRANGE", key, 0, -1)))
                  if (found := _Entry.parse(raw)) is not None and found.job_id != handle.job_id
                  and not found.coalesced]
-        ttl = producer.settings.service.ttls()["prefetch"][0]
-        script_keys = [key, producer.queues.queue_key("prefetch"), keys.superseded_count()]
+        ttl = rules.settings.service.ttls()["prefetch"][0]
+        script_keys = [key, PREFETCH_QUEUE_KEY, keys.superseded_count()]
         args: list[Any] = [str(entry), ttl, KEPT]
         for old in older:
-            script_keys += [keys.result(old.job_id), keys.done(old.job_id), producer.queues.job_key(old.job_id)]
-            args += [old.job_id, producer.results.stored_form(self._superseded(old, namespace, handle, now)), ttl]
-        self._supersede(keys=script_keys, args=args)
+            script_keys += [keys.result(old.job_id), keys.done(old.job_id), job_key(old.job_id)]
+            args += [old.job_id, stored_result(self._superseded(old, namespace, handle, now), rules.signing_key), ttl]
+        yield Eval(_SUPERSEDE, tuple(script_keys), tuple(args))
         return handle
 
     @staticmethod
@@ -144,21 +147,22 @@ class Conversations:
             stats=JobStats(superseded_by=newer.job_id),
             timestamps=Timestamps(enqueued_at=old.enqueued_at, deadline_at=old.deadline_at, finished_at=now))
 
-    def context_for(self, namespace: str, conversation: str) -> ConversationContext | None:
-        producer = self.producer
-        key = conversation_key(namespace, conversation, producer.settings.limits.max_request_id_chars)
+    def context_for(self, namespace: str, conversation: str) -> Step[ConversationContext | None]:
+        rules = self.rules
+        key = conversation_key(namespace, conversation, rules.settings.limits.max_request_id_chars)
         newer_pending = False
-        for raw in producer.client.lrange(key, 0, -1):
+        for raw in (yield Call(("LRANGE", key, 0, -1))):
             entry = _Entry.parse(raw)
             if entry is None:
                 continue
-            result = producer.results.read(entry.job_id)
+            result = yield from rules.result(entry.job_id)
             if result is None:
                 newer_pending = True
                 continue
             if result.stats.superseded_by is not None:
                 continue
-            finished = result.timestamps.finished_at or producer.clock.time()
-            return ConversationContext(result, max(0.0, producer.clock.time() - finished), entry.version,
-                                       producer.memory_version(namespace), newer_pending)
+            now = yield Now()
+            finished = result.timestamps.finished_at or now
+            version = yield from rules.memory_version(namespace)
+            return ConversationContext(result, max(0.0, now - finished), entry.version, version, newer_pending)
         return None

@@ -14,6 +14,7 @@ included).
 from __future__ import annotations
 
 import base64
+import functools
 from typing import Any
 
 import redis
@@ -21,15 +22,95 @@ from rq import Queue, Worker
 from rq.job import Job
 from rq.results import Result
 from rq.serializers import JSONSerializer
+from rq.worker_registration import WORKERS_BY_QUEUE_KEY
 
-from ferret.clock import Clock
+from ferret.clock import Clock, HostClock, RedisClock
 from ferret.contract import JOB_FUNCTION, QUEUES
 from ferret.inflate import InflatesTooLarge, inflate_capped
 from ferret.records import visible
+from ferret.replication import ReplicaWait
+from ferret.steps import Batch, Call, Step, text
+from ferret.steps_sync import SyncSteps
 from rq_wing.clock import use_clock
 
 # RQ states after which RQ will not run the job again by itself.
 ENDED_STATES = frozenset({"finished", "failed", "stopped", "canceled"})
+_RQ_SERVER_VERSION = (7, 0, 0)  # what RQ would read with INFO; it changes nothing in an enqueue's commands
+
+
+class EnqueueCommands:
+    """The commands RQ sends to enqueue a job, taken from RQ's own enqueue (into a
+    pipeline that is never sent) so that any client, blocking or asyncio, can send them
+    in one transaction: RQ decides what a job is, Ferret only carries it."""
+
+    def __init__(self) -> None:
+        self._idle = redis.Redis()  # never connects: RQ only stacks commands on its pipeline
+        self._queues = {name: Queue(name, connection=self._idle, serializer=JSONSerializer) for name in QUEUES}
+        for queue in self._queues.values():
+            queue.redis_server_version = _RQ_SERVER_VERSION
+
+    def __call__(self, queue: str, payload: dict[str, Any], job_id: str, timeout: int,
+                 failure_ttl: int) -> tuple[tuple[Any, ...], ...]:
+        """Put one job on ``queue`` (RQ's hard timeout as given; see the module for the TTLs)."""
+        namespace = payload.get("request", {}).get("namespace", "?") if isinstance(payload, dict) else "?"
+        pipe = self._idle.pipeline(transaction=True)
+        self._queues[queue].enqueue_call(JOB_FUNCTION, args=(payload,), job_id=job_id, timeout=timeout,
+                                         result_ttl=0, failure_ttl=failure_ttl, pipeline=pipe,
+                                         description=f"ferret retrieval ({queue}, namespace {namespace})")
+        return tuple(tuple(args) for args, _options in pipe.command_stack)
+
+
+@functools.cache
+def _queue_lists() -> tuple[str, ...]:
+    """The Redis lists a queued job's id can be on: each queue's, and its intermediate list."""
+    idle = redis.Redis()  # never connects
+    queues = [Queue(name, connection=idle) for name in QUEUES]
+    return tuple(key for queue in queues for key in (queue.key, queue.intermediate_queue_key))
+
+
+def job_key(job_id: str) -> str:
+    """The Redis hash RQ keeps a job in."""
+    return str(Job.key_for(job_id))
+
+
+PREFETCH_QUEUE_KEY = Queue.redis_queue_namespace_prefix + "prefetch"  # the list RQ keeps prefetch jobs in
+
+
+def job_state(job_id: str) -> Step[str | None]:
+    """RQ's state of the job (queued, started, finished, failed, ...), None when there is no job."""
+    status, exists = yield Batch((("HGET", Job.key_for(job_id), "status"), ("EXISTS", Job.key_for(job_id))))
+    if status is None:
+        return "unknown" if exists else None  # a hash with no status: an old or odd one
+    return text(status)
+
+
+def job_origin(job_id: str) -> Step[str | None]:
+    """The queue RQ put the job on, None when there is no job."""
+    return text((yield Call(("HGET", Job.key_for(job_id), "origin"))))
+
+
+def job_live(job_id: str) -> Step[bool]:
+    """Whether RQ may still run the job: it exists, has not ended in RQ's sense,
+    and, when it says ``queued``, is still on a queue. A job whose entry left
+    the queue without a worker starting it (a fault between the pop and the
+    start) says ``queued`` for ever and would never run: it is not live."""
+    state = yield from job_state(job_id)
+    if state is None or state in ENDED_STATES:
+        return False
+    if state != "queued":
+        return True
+    lookups = [("LPOS", key, job_id) for key in _queue_lists()]
+    positions = yield Batch(tuple(lookups))
+    return any(position is not None for position in positions)
+
+
+def workers_serving_step(queue: str) -> Step[int]:
+    """How many registered workers (alive within their TTL) listen on ``queue``."""
+    names = yield Call(("SMEMBERS", WORKERS_BY_QUEUE_KEY % queue))
+    if not names:
+        return 0
+    alive = yield Batch(tuple(("EXISTS", name) for name in names))
+    return sum(1 for found in alive if found)
 
 
 class RQQueues:
@@ -41,13 +122,12 @@ class RQQueues:
         if clock is not None:
             use_clock(clock)
         self._queues = {name: Queue(name, connection=client, serializer=JSONSerializer) for name in QUEUES}
+        self._steps = SyncSteps(client, client, clock or RedisClock(client), ReplicaWait(client, 0, 0))
+        self.commands = EnqueueCommands()
 
     def enqueue(self, queue: str, payload: dict[str, Any], job_id: str, timeout: int, failure_ttl: int) -> None:
-        """Put one job on ``queue`` (RQ's hard timeout as given; see the module for the TTLs)."""
-        namespace = payload.get("request", {}).get("namespace", "?") if isinstance(payload, dict) else "?"
-        self._queues[queue].enqueue_call(JOB_FUNCTION, args=(payload,), job_id=job_id, timeout=timeout,
-                                         result_ttl=0, failure_ttl=failure_ttl,
-                                         description=f"ferret retrieval ({queue}, namespace {namespace})")
+        """Put one job on ``queue``, in one transaction (``EnqueueCommands``)."""
+        self._steps.do(Batch(self.commands(queue, payload, job_id, timeout, failure_ttl), transaction=True))
 
     def queue_key(self, queue: str) -> str:
         """The Redis list RQ keeps ``queue``'s waiting jobs in."""
@@ -63,10 +143,7 @@ class RQQueues:
 
     def state(self, job_id: str) -> str | None:
         """RQ's state of the job (queued, started, finished, failed, ...), None when there is no job."""
-        status = self.client.hget(Job.key_for(job_id), "status")
-        if status is None:
-            return "unknown" if self.exists(job_id) else None  # a hash with no status: an old or odd one
-        return status.decode(errors="replace") if isinstance(status, bytes) else str(status)
+        return self._steps.run(job_state(job_id))
 
     def ended_reason(self, job_id: str) -> str | None:
         """The last line of the error RQ recorded when it ended the job (failed, stopped), if any.
@@ -87,28 +164,10 @@ class RQQueues:
         return visible(lines[-1].strip())[:300] if lines else None
 
     def origin(self, job_id: str) -> str | None:
-        """The queue RQ put the job on, None when there is no job."""
-        origin = self.client.hget(Job.key_for(job_id), "origin")
-        if origin is None:
-            return None
-        return origin.decode(errors="replace") if isinstance(origin, bytes) else str(origin)
+        return self._steps.run(job_origin(job_id))
 
     def live(self, job_id: str) -> bool:
-        """Whether RQ may still run the job: it exists, has not ended in RQ's sense,
-        and, when it says ``queued``, is still on a queue. A job whose entry left
-        the queue without a worker starting it (a fault between the pop and the
-        start) says ``queued`` for ever and would never run: it is not live."""
-        state = self.state(job_id)
-        if state is None or state in ENDED_STATES:
-            return False
-        return state != "queued" or self._on_a_queue(job_id)
-
-    def _on_a_queue(self, job_id: str) -> bool:
-        with self.client.pipeline(transaction=False) as pipe:
-            for queue in self._queues.values():
-                pipe.lpos(queue.key, job_id)
-                pipe.lpos(queue.intermediate_queue_key, job_id)
-            return any(position is not None for position in pipe.execute())
+        return self._steps.run(job_live(job_id))
 
 
 def workers_up(client: redis.Redis) -> int:
@@ -123,4 +182,4 @@ def worker_names(client: redis.Redis) -> list[str]:
 
 def workers_serving(client: redis.Redis, queue: str) -> int:
     """How many registered workers listen on ``queue``."""
-    return sum(1 for worker in Worker.all(connection=client) if queue in worker.queue_names())
+    return SyncSteps(client, client, HostClock(), ReplicaWait(client, 0, 0)).run(workers_serving_step(queue))

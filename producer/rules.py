@@ -1,0 +1,245 @@
+"""What a producer does, once for both clients: ids, claims, coalescing, deadlines.
+
+Each rule is a ``ferret.steps`` generator: ``Producer`` (blocking) and
+``AsyncProducer`` (asyncio) run the same rules with their own I/O, so the
+two cannot drift apart.
+
+Requests are validated here before anything reaches Redis (and again by the
+worker). Jobs are JSON on the queue, never pickle. The same ``request_id``
+in the same namespace is one job: its job id is derived from the pair, and
+enqueueing it again returns the existing job unless that job was lost (no
+Ferret result, and no RQ job that can still run: none at all, or one RQ
+ended as failed, stopped, cancelled or finished), in which case it is
+enqueued again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from ferret import keys
+from ferret.cache import answer_fingerprint, cache_key, inflight_key
+from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
+from ferret.envelope import JobEnvelope
+from ferret.errors import ForeignResult, InvalidRequest, JobNotFound, ResultTimeout
+from ferret.job_ids import job_id_for
+from ferret.results import read_result, read_trace, result_exists
+from ferret.settings import Settings
+from ferret.signing import sign_job
+from ferret.steps import Batch, Call, Now, Replicate, Step, text
+from ferret.tracing import new_trace_id
+from rq_wing.producer_side import EnqueueCommands, job_live, job_origin, job_state, workers_serving_step
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobHandle:
+    job_id: str
+    queue: str
+    namespace: str
+    request_id: str | None
+    trace_id: str
+    duplicate: bool = False
+    coalesced: bool = False  # joined an identical prefetch request already in flight
+    deadline_at: float | None = None  # epoch seconds; known for a job this call enqueued
+    # The request, for a job this call enqueued: ``wait`` enqueues it again if a failover lost it.
+    request: RetrievalRequest | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class JobState:
+    """Where a job is, as two fields: Ferret's final status (``ok``, ``partial``,
+    ``expired``, ``failed``; None until there is one) and RQ's state of the
+    job (``queued``, ``started``, ``finished``, ``failed``, ...; None when RQ
+    has no job under the id: never enqueued, or its record expired)."""
+
+    job_id: str
+    status: str | None
+    rq_state: str | None
+
+    @property
+    def known(self) -> bool:
+        return self.status is not None or self.rq_state is not None
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"job_id": self.job_id, "status": self.status, "rq_state": self.rq_state}
+
+
+def job_id_of(job: JobHandle | str) -> str:
+    return job if isinstance(job, str) else job.job_id
+
+
+def request_digest(request: RetrievalRequest) -> str:
+    """What makes two requests under one request id the same request."""
+    fields = {"query", "filters", "options", "queue"} | ({"history"} if request.history else set())
+    material = request.model_dump(mode="json", include=fields)
+    if not request.options.agent:  # as before the option existed: the same request, the same digest
+        material["options"].pop("agent")
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def check_owner(found: RetrievalResult, job: JobHandle) -> None:
+    """The result is the one asked for: its job id (checked on read), namespace and request id."""
+    if found.namespace != job.namespace or (job.request_id is not None and found.request_id != job.request_id):
+        raise ForeignResult(job.job_id, f"names namespace {found.namespace[:64]!r} and request "
+                                        f"{(found.request_id or '')[:64]!r}, not the ones asked for")
+
+
+class ProducerRules:
+    """The producer's rules for one ``Settings``, as steps."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.signing_key = settings.security.key()  # jobs are signed with it, results checked with it
+        self.enqueue_commands = EnqueueCommands()
+        self._fingerprint = answer_fingerprint(settings)
+
+    # -- reading ------------------------------------------------------------------------------
+    def memory_version(self, namespace: str) -> Step[int]:
+        """The namespace's memory version now (bumped by every write)."""
+        return int((yield Call(("GET", keys.memory_version(namespace)), on="store")) or 0)
+
+    def result(self, job: JobHandle | str) -> Step[RetrievalResult | None]:
+        return (yield from read_result(job_id_of(job), self.signing_key))
+
+    def owned_result(self, job: JobHandle | str) -> Step[RetrievalResult | None]:
+        """The result, checked to be the handle's (namespace and request id) when given a handle."""
+        found = yield from self.result(job)
+        if found is not None and isinstance(job, JobHandle):
+            check_owner(found, job)
+        return found
+
+    def status(self, job: JobHandle | str) -> Step[JobState]:
+        """Ferret's final status and RQ's state of the job, as two fields."""
+        job_id = job_id_of(job)
+        found = yield from self.result(job_id)
+        state = yield from job_state(job_id)
+        return JobState(job_id, found.status if found is not None else None, state)
+
+    def trace(self, job: JobHandle | str) -> Step[dict[str, Any]]:
+        job_id = job_id_of(job)
+        found = yield from self.result(job_id)
+        if found is None or found.trace_id is None:
+            raise JobNotFound(f"no finished job {job_id}")
+        trace = yield from read_trace(found.trace_id)
+        if trace is None:
+            raise JobNotFound(f"no trace for job {job_id} (expired, not sampled: tracing.redis_sample_rate, "
+                              "or the job failed before tracing)")
+        return trace
+
+    def timed_out(self, job: JobHandle | str, timeout: float) -> Step[ResultTimeout]:
+        """The error for a wait that ran out: RQ's state of the job and who serves its queue."""
+        job_id = job_id_of(job)
+        state = yield from job_state(job_id)
+        origin = job.queue if isinstance(job, JobHandle) else (yield from job_origin(job_id))
+        workers = (yield from workers_serving_step(origin)) if origin else None
+        return ResultTimeout(job_id, timeout, state, workers)
+
+    def lost(self, job: JobHandle) -> Step[bool]:
+        """The job is gone with no result (a failover lost its enqueue): RQ has no
+        live job under its id. Checked in that order, so a job that finished in
+        between is seen by its result."""
+        if (yield from job_live(job.job_id)):
+            return False
+        return not (yield from result_exists(job.job_id))
+
+    # -- enqueueing ---------------------------------------------------------------------------
+    def deadline(self, request: RetrievalRequest) -> float:
+        if request.deadline_seconds is not None:
+            return request.deadline_seconds
+        service = self.settings.service
+        return service.prefetch_deadline_seconds if request.queue == "prefetch" else service.batch_deadline_seconds
+
+    def enqueue(self, request: RetrievalRequest | dict[str, Any]) -> Step[JobHandle]:
+        """Validate and enqueue; raises InvalidRequest naming the bad field."""
+        request = parse_request(request, self.settings.limits)
+        backend = self.settings.backend
+        if backend.kind == "nous" and backend.nous.url_for(request.namespace) is None:
+            raise InvalidRequest("namespace", f"no Nous server serves {request.namespace!r} "
+                                              "(backend.nous.namespaces maps namespaces to servers)")
+        job_id = job_id_for(request.namespace, request.request_id)
+        deadline = self.deadline(request)
+        trace_id = new_trace_id()
+        if request.request_id is not None:
+            claim = keys.request_job(request.namespace, request.request_id)
+            ttl = int(deadline + self.settings.service.ttls()[request.queue][0]) + 1
+            claimed = f"{trace_id}:{request_digest(request)}"
+            if not (yield Call(("SET", claim, claimed, "NX", "EX", ttl))):
+                existing = yield from self._existing(request, job_id)
+                if existing is not None:
+                    return existing
+                yield Call(("SET", claim, claimed, "EX", ttl))
+            elif (yield from result_exists(job_id)):  # a final result outlived its claim: it is still the answer
+                return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
+        version = yield from self.memory_version(request.namespace)
+        if (request.request_id is None and request.queue == "prefetch" and self.settings.cache.coalesce
+                and request.options.cache):
+            joined = yield from self._coalesce(request, job_id, version, deadline)
+            if joined is not None:
+                return joined
+        # The job sees every memory write that finished before now (the version read above).
+        envelope = yield from self.put(request, job_id, deadline, version, trace_id)
+        return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
+                         deadline_at=envelope.deadline_at, request=request)
+
+    def _existing(self, request: RetrievalRequest, job_id: str) -> Step[JobHandle | None]:
+        claim = text((yield Call(("GET", keys.request_job(request.namespace, request.request_id or "")))))
+        if claim is None:
+            return None
+        trace_id, _, digest = claim.partition(":")
+        if digest and digest != request_digest(request):
+            raise InvalidRequest("request_id", f"{request.request_id!r} was already used for a different request "
+                                               "(its query, filters or options differ); the same request "
+                                               "again is one job, another one needs a new id")
+        # A job RQ ended (failed, stopped, cancelled, even finished) without a Ferret result is lost.
+        if (yield from result_exists(job_id)) or (yield from job_live(job_id)):
+            return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
+        return None  # claimed but lost (never enqueued, or ended by RQ with no result): enqueue again
+
+    def put(self, request: RetrievalRequest, job_id: str, deadline: float, version: int,
+            trace_id: str) -> Step[JobEnvelope]:
+        """Put the job on its queue (and on enough replicas, when asked)."""
+        now = yield Now()
+        envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id, now=now)
+        payload = envelope.to_payload()
+        if self.signing_key is not None:
+            payload = sign_job(self.signing_key, job_id, payload)
+        service = self.settings.service
+        commands = self.enqueue_commands(request.queue, payload, job_id,
+                                         timeout=max(1, int(deadline + service.hard_timeout_grace_seconds + 0.999)),
+                                         failure_ttl=service.ttls()[request.queue][0])
+        yield Batch(commands, transaction=True)
+        yield Replicate(f"the enqueue of job {job_id}")
+        return envelope
+
+    def enqueue_again(self, job: JobHandle) -> Step[None]:
+        """The same request under the same job id and trace id, with the time its deadline leaves
+        (none left: it ends ``expired`` when a worker takes it)."""
+        assert job.request is not None
+        now = yield Now()
+        left = max(0.0, job.deadline_at - now) if job.deadline_at is not None else self.deadline(job.request)
+        version = yield from self.memory_version(job.namespace)
+        yield from self.put(job.request, job.job_id, left, version, job.trace_id)
+        logger.warning("job %s was lost with no result (a Redis failover?): enqueued again", job.job_id)
+
+    def _coalesce(self, request: RetrievalRequest, job_id: str, version: int,
+                  deadline: float) -> Step[JobHandle | None]:
+        """The handle of an identical prefetch job still in flight, if any; else claim the slot."""
+        slot = inflight_key(cache_key(request, self.settings.backend.kind, version, self._fingerprint))
+        ttl_ms = max(1, int(deadline * 1000))
+        if (yield Call(("SET", slot, job_id, "NX", "PX", ttl_ms))):
+            return None
+        other_id = text((yield Call(("GET", slot))))
+        if other_id is None or (yield from result_exists(other_id)) or not (yield from self._rq_has(other_id)):
+            yield Call(("SET", slot, job_id, "PX", ttl_ms))
+            return None
+        return JobHandle(other_id, request.queue, request.namespace, None, "", duplicate=True, coalesced=True)
+
+    @staticmethod
+    def _rq_has(job_id: str) -> Step[bool]:
+        return (yield from job_state(job_id)) is not None
