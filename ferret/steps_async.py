@@ -72,12 +72,16 @@ class AsyncReplicaWait:
         return False
 
 
+IN_FLIGHT = 32  # operations in flight at once per runner; the others wait their turn, not a socket each
+
+
 class AsyncSteps:
     """Runs rules through asyncio clients for ``queue`` and ``store`` (often the same)."""
 
     def __init__(self, queue: aredis.Redis, store: aredis.Redis, clock: AsyncRedisClock,
-                 replicas: AsyncReplicaWait) -> None:
+                 replicas: AsyncReplicaWait, in_flight: int = IN_FLIGHT) -> None:
         self.clients = {"queue": queue, "store": store}
+        self._turns = asyncio.Semaphore(in_flight)
         self.clock = clock
         self.replicas = replicas
         self._scripts: dict[tuple[str, str], AsyncScript] = {}
@@ -92,7 +96,8 @@ class AsyncSteps:
                 return stop.value  # type: ignore[no-any-return]
             reply, error = None, None
             try:
-                reply = await self.do(op)
+                async with self._turns:
+                    reply = await self.do(op)
             except redis.ResponseError as exc:
                 error = exc
             except asyncio.CancelledError:

@@ -11,6 +11,7 @@ memory's position and field).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from ferret.async_redis import async_client_for
 from ferret.contract import RetrievalResult, parse_request
 from ferret.embedded_redis import redis_url_for
 from ferret.errors import InvalidMemory
@@ -27,7 +29,8 @@ from ferret.ingest import parse_memory
 from ferret.records import Memory
 from ferret.redis_conn import client_for
 from ferret.settings import Settings, load_settings
-from ferret.store_conn import store_client
+from ferret.store_conn import separate_store_url, store_client
+from producer.async_client import AsyncProducer
 from producer.client import JobHandle, JobState, Producer
 from producer.conversations import ConversationContext
 
@@ -108,7 +111,8 @@ class Client:
 
     # -- memories ---------------------------------------------------------------------------
     def remember(self, namespace: str, memories: Iterable[MemoryLike]) -> int:
-        """Write (or replace, by id) memories in ``namespace``, as ``ferret ingest`` does; how many."""
+        """Write (or replace, by id) memories in ``namespace``, as ``ferret ingest`` does; how many.
+        Checked first: the first bad one raises ``InvalidMemory`` naming ``memories[i].field``."""
         checked = as_memories(memories)
         with self._writer(namespace) as writer:
             return writer.upsert(checked)
@@ -141,14 +145,89 @@ class Client:
         self.close()
 
 
-def connect(settings: Settings | None = None, *, url: str | None = None,
-            config: str | Path | None = None) -> Client:
-    """A client with the CLI's settings (``settings``, else the environment and ``config``);
-    ``url`` overrides ``redis.url``; with none, the shared embedded Redis."""
+class AsyncClient:
+    """``Client``'s methods as coroutines, on ``redis.asyncio``: waiting never blocks the loop,
+    and a thousand waiters share one connection (``producer.async_client``).
+
+    ``remember`` and ``forget`` run ``ferret ingest``'s writer (blocking code: the local
+    backend's store, or Nous over HTTP) in a worker thread, one call at a time per call made."""
+
+    def __init__(self, settings: Settings, url: str) -> None:
+        self.settings = settings
+        self.url = url
+        store_url = separate_store_url(settings)
+        self.producer = AsyncProducer(async_client_for(url), settings,
+                                      async_client_for(store_url) if store_url else None)
+        self._sync: Client | None = None
+
+    async def enqueue(self, request: Mapping[str, Any] | None = None, /, **fields: Any) -> JobHandle:
+        return await self.producer.enqueue({**(request or {}), **fields})
+
+    async def wait(self, job: JobHandle | str, timeout: float = 30.0) -> RetrievalResult:
+        return await self.producer.wait(job, timeout)
+
+    async def query(self, query: str, namespace: str, timeout: float = 30.0, **fields: Any) -> RetrievalResult:
+        return await self.wait(await self.enqueue(query=query, namespace=namespace, **fields), timeout)
+
+    async def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
+        return await self.producer.prefetch(namespace, conversation, query, **fields)
+
+    async def context_for(self, namespace: str, conversation: str) -> ConversationContext | None:
+        return await self.producer.context_for(namespace, conversation)
+
+    async def result(self, job: JobHandle | str) -> RetrievalResult | None:
+        return await self.producer.result(job)
+
+    async def status(self, job: JobHandle | str) -> JobState:
+        return await self.producer.status(job)
+
+    async def trace(self, job: JobHandle | str) -> dict[str, Any]:
+        return await self.producer.trace(job)
+
+    async def remember(self, namespace: str, memories: Iterable[MemoryLike]) -> int:
+        checked = as_memories(memories)  # checked here, on the loop: a bad memory fails at once
+        return await asyncio.to_thread(self._blocking().remember, namespace, checked)
+
+    async def forget(self, namespace: str, ids: Iterable[str]) -> int:
+        return await asyncio.to_thread(self._blocking().forget, namespace, list(ids))
+
+    def _blocking(self) -> Client:
+        if self._sync is None:
+            self._sync = Client(self.settings, client_for(self.url))
+        return self._sync
+
+    async def close(self) -> None:
+        await self.producer.close()
+        if self._sync is not None:
+            self._sync.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _settings_and_url(settings: Settings | None, url: str | None, config: str | Path | None) -> tuple[Settings, str]:
     if settings is None:
         settings = load_settings(config)
     if url is not None:
         settings = settings.model_copy(update={"redis": settings.redis.model_copy(update={"url": url})})
     url_now = redis_url_for(settings, lambda shared: logger.info("started the embedded Redis at %s (data in %s)",
                                                                   shared.url, shared.directory))
+    return settings, url_now
+
+
+def connect(settings: Settings | None = None, *, url: str | None = None,
+            config: str | Path | None = None) -> Client:
+    """A client with the CLI's settings (``settings``, else the environment and ``config``);
+    ``url`` overrides ``redis.url``; with none, the shared embedded Redis."""
+    settings, url_now = _settings_and_url(settings, url, config)
     return Client(settings, client_for(url_now))
+
+
+def connect_async(settings: Settings | None = None, *, url: str | None = None,
+                  config: str | Path | None = None) -> AsyncClient:
+    """``connect``'s settings, an ``AsyncClient`` (its connections open on first use, on the loop)."""
+    settings, url_now = _settings_and_url(settings, url, config)
+    return AsyncClient(settings, url_now)
