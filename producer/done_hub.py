@@ -178,7 +178,7 @@ class _Watch:
 
 
 def _take(names: set[str]) -> list[str]:
-    taken = []
+    taken: list[str] = []
     while names and len(taken) < MAX_CHANNELS_PER_COMMAND:
         taken.append(names.pop())
     return taken
