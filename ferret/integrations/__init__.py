@@ -1,11 +1,14 @@
 """Ferret as the retriever of agent frameworks, each behind its own extra:
 ``ferret.integrations.langchain`` (``pip install 'ferret[langchain]'``) and
 ``ferret.integrations.llama_index`` (``pip install 'ferret[llama-index]'``).
-Both ask through ``ferret.connect()`` (the queue: the workers do the work)
-and turn each result item into the library's own document type."""
+Both ask through ``ferret.connect()`` (the queue: the workers do the work),
+their async calls through ``ferret.connect_async()`` (one client per event
+loop: redis.asyncio connections belong to the loop that opened them), and
+turn each result item into the library's own document type."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ferret.contract import ResultItem, RetrievalResult
@@ -29,3 +32,23 @@ def metadata(item: ResultItem, result: RetrievalResult) -> dict[str, Any]:
             "date": item.date, "score": item.score, "original_score": item.original_score,
             "rerank_score": item.rerank_score, "sub_query": item.sub_query_text, "job_id": result.job_id,
             "status": result.status}
+
+
+class AsyncClients:
+    """An ``AsyncClient`` per event loop, made on first use in that loop (or the one given)."""
+
+    def __init__(self, given: Any = None) -> None:
+        self._given = given
+        self._by_loop: dict[asyncio.AbstractEventLoop, Any] = {}
+
+    def __call__(self) -> Any:
+        if self._given is not None:
+            return self._given
+        import ferret
+
+        loop = asyncio.get_running_loop()
+        for old in [other for other in self._by_loop if other.is_closed()]:
+            del self._by_loop[old]  # its connections died with it
+        if loop not in self._by_loop:
+            self._by_loop[loop] = ferret.connect_async()
+        return self._by_loop[loop]

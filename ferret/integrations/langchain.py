@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
 import ferret
-from ferret.integrations import answered, metadata
+from ferret.integrations import AsyncClients, answered, metadata
 
 
 class FerretRetriever(BaseRetriever):
@@ -26,7 +26,9 @@ class FerretRetriever(BaseRetriever):
     timeout: float = 30.0
     request: dict[str, Any] = Field(default_factory=dict)
     client: Any = None  # a ``ferret.connect()`` client; made on first use when not given
+    async_client: Any = None  # a ``ferret.connect_async()`` client for ``ainvoke``; likewise
     _own: Any = PrivateAttr(default=None)
+    _async: Any = PrivateAttr(default=None)
 
     def _client(self) -> Any:
         if self.client is not None:
@@ -37,5 +39,13 @@ class FerretRetriever(BaseRetriever):
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         result = self._client().query(query, self.namespace, timeout=self.timeout, **self.request)
+        return [Document(page_content=item.preview, metadata=metadata(item, result), id=item.id)
+                for item in answered(result)]
+
+    async def _aget_relevant_documents(self, query: str, *,
+                                       run_manager: AsyncCallbackManagerForRetrieverRun) -> list[Document]:
+        if self._async is None:
+            self._async = AsyncClients(self.async_client)
+        result = await self._async().query(query, self.namespace, timeout=self.timeout, **self.request)
         return [Document(page_content=item.preview, metadata=metadata(item, result), id=item.id)
                 for item in answered(result)]

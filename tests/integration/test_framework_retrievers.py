@@ -4,6 +4,7 @@ sync and async, against a real redis-server and a real worker."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from langchain_core.documents import Document
@@ -29,14 +30,24 @@ def client(env, monkeypatch, start_workers):
         yield connected
 
 
+async def _without_threads(call):
+    """The async call's answer, checked to have run on the loop: no thread started for it
+    (the libraries' default async path runs the sync one in the loop's executor)."""
+    before = threading.active_count()
+    answer = await call
+    assert threading.active_count() == before
+    return answer
+
+
 def test_langchain_invoke_and_ainvoke(client):
     retriever = LangChainRetriever(namespace="kitchen", client=client)
     documents = retriever.invoke("when is the dinner party for Anna")
     assert documents and isinstance(documents[0], Document)
     assert documents[0].id == "anna" and "Dinner party for Anna" in documents[0].page_content
     assert documents[0].metadata["score"] > 0 and documents[0].metadata["status"] == "ok"
-    again = asyncio.run(retriever.ainvoke("sourdough starter"))
+    again = asyncio.run(_without_threads(retriever.ainvoke("sourdough starter")))
     assert again[0].id == "bread"
+    assert asyncio.run(retriever.ainvoke("dinner party"))[0].id == "anna"  # another loop: its own client
     own = LangChainRetriever(namespace="kitchen", request={"options": {"max_results": 1}})  # connects by itself
     assert [d.id for d in own.invoke("sourdough starter")] == ["bread"]
 
@@ -47,8 +58,9 @@ def test_llama_index_retrieve_and_aretrieve(client):
     assert nodes and isinstance(nodes[0], NodeWithScore)
     assert nodes[0].node.node_id == "anna" and "Dinner party" in nodes[0].node.get_content()
     assert nodes[0].score == nodes[0].node.metadata["score"] > 0
-    again = asyncio.run(retriever.aretrieve("sourdough starter"))
+    again = asyncio.run(_without_threads(retriever.aretrieve("sourdough starter")))
     assert again[0].node.node_id == "bread"
+    assert asyncio.run(retriever.aretrieve("dinner party"))[0].node.node_id == "anna"
 
 
 def test_a_request_without_an_answer_raises(client):
