@@ -20,6 +20,8 @@ EXPECTED = [
     [r"^ok \['m1'", r"Dinner party for Anna", r"^m2$"],
     [r"^ok False True$", r"Anna moved the dinner to Saturday"],
     [r"^rome [A-Z]+$", r"^rome True$"],
+    [r"Carol booked the Lisbon flight", r"^50 \{'ok'\}$"],
+    [r"^\['forget', 'get_context', 'prefetch', 'remember', 'search_memory'\]$", r"^k$", r"^True$"],
 ]
 
 
