@@ -245,6 +245,48 @@ def footprint(jobs: int) -> None:
     click.echo(json.dumps(report))
 
 
+@bench.command()
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="LoCoMo JSON (e.g. ../shared/data/locomo/locomo-dev.json).")
+@click.option("--agents", default=100, show_default=True, type=click.IntRange(1, 10_000), help="Simulated agents.")
+@click.option("--turns", default=10, show_default=True, type=click.IntRange(1, 1_000), help="Turns each agent plays.")
+@click.option("--periods", default="2", show_default=True,
+              help="Seconds between an agent's turns, comma-separated: one row per period and arrival pattern.")
+@click.option("--arrivals", default="spread,lockstep", show_default=True,
+              help="spread: agents start evenly over the period; lockstep: all at once, every period.")
+@click.option("--think", default=1.0, show_default=True, type=float, help="Seconds between prefetch and reading.")
+@click.option("--history", default=100, show_default=True, type=click.IntRange(0, 100_000),
+              help="Turns of its conversation each agent's namespace holds before it plays.")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="ferret worker processes.")
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
+              help="Directory for agents.json.")
+def agents(data_path: Path, agents: int, turns: int, periods: str, arrivals: str, think: float, history: int,
+           workers: int, out_dir: Path) -> None:
+    """Agents playing LoCoMo conversations: write a turn, prefetch, think, read context_for (AsyncClient)."""
+    from benchmarks.agents import run
+    from benchmarks.common import write_json
+
+    try:
+        period_values = tuple(float(value) for value in periods.split(",") if value.strip())
+    except ValueError:
+        raise click.BadParameter("comma-separated seconds, e.g. 2,1,0.5", param_hint="--periods") from None
+    arrival_values = tuple(value.strip() for value in arrivals.split(",") if value.strip())
+    if not period_values or any(value <= 0 for value in period_values):
+        raise click.BadParameter("positive seconds, e.g. 2,1,0.5", param_hint="--periods")
+    if not arrival_values or set(arrival_values) - {"spread", "lockstep"}:
+        raise click.BadParameter("spread, lockstep or both", param_hint="--arrivals")
+    rows = run(data_path, agents, turns, period_values, arrival_values, think, history, workers)
+    for row in rows:
+        click.echo(f"{row['arrival']:>8} every {row['period_s']:g} s: ready {row['ready_rate']:.3f}, "
+                   f"fresh {row['fresh_rate']} of {row['fresh_checked']}, superseded {row['superseded']}, "
+                   f"enqueue-to-ready p50 {row['enqueue_to_ready_p50_ms']} ms p99 {row['enqueue_to_ready_p99_ms']} ms, "
+                   f"round trips/turn {row['client_round_trips_per_turn']} (agents) "
+                   f"{row['redis_commands_per_turn']} (Redis commands, all), loop stall {row['loop_stall_ms']} ms "
+                   f"({row['loop_stall_cpu_ms']} ms CPU, {row['loop_stall_net_of_gc_ms']} ms net of GC pauses)")
+    write_json(out_dir / "agents.json", rows)
+    click.echo(json.dumps(rows))
+
+
 def rq_version() -> str:
     from importlib.metadata import version
 
