@@ -12,7 +12,8 @@ private redis-server.
 Figures per row (an arrival pattern and a period):
 
 - ready: the context read after thinking is this turn's prefetch
-  (finished in time; an older one or none is not ready);
+  (finished in time; an older one or none is not ready; with a think time
+  as long as the period, the next turn's prefetch is newer: not ready);
 - fresh: the turn's own memory, written just before the prefetch, is among
   the prefetch's results (turns whose text has nothing to search, such as
   "Thanks!", are left out of this rate and counted);
@@ -53,6 +54,7 @@ from benchmarks.loop_stall import StallMeter
 from ferret.records import Memory
 from ferret.settings import load_settings
 from producer.api import AsyncClient
+from producer.rules import JobHandle
 from worker.backends.local import MemoryStore
 
 CONVERSATIONS = 5
@@ -123,24 +125,30 @@ class _RoundTrips:
 
 async def _agent(client: AsyncClient, row: Row, number: int, turns: list[Memory], start: float,
                  think: float, pending: list[str]) -> None:
+    """One agent: a turn every ``row.period`` seconds, whatever the reads of earlier turns do."""
     namespace, conversation = f"agent-{number}", f"chat-{number}"
     loop = asyncio.get_running_loop()
     offset = row.period * number / row.agents if row.arrival == "spread" else 0.0
+
+    async def read(turn: Memory, handle: JobHandle) -> None:
+        await asyncio.sleep(think)
+        found = await client.context_for(namespace, conversation)
+        row.asked += 1
+        mine = found is not None and found.result.job_id == handle.job_id
+        row.ready += mine
+        result = found.result if found is not None and mine else await client.wait(handle, 30)
+        if result.stats.trivial is None and result.status == "ok" and result.stats.superseded_by is None:
+            row.checkable += 1
+            row.fresh += turn.id in {item.id for item in result.results}
+
+    reads = []
     for index, turn in enumerate(turns):
         await asyncio.sleep(max(0.0, start + offset + index * row.period - loop.time()))
         await client.remember(namespace, [turn])
         handle = await client.prefetch(namespace, conversation, turn.content_body)
         pending.append(handle.job_id)
-        await asyncio.sleep(think)
-        found = await client.context_for(namespace, conversation)
-        row.asked += 1
-        if found is not None and found.result.job_id == handle.job_id:
-            row.ready += 1
-        result = found.result if found is not None and found.result.job_id == handle.job_id \
-            else await client.wait(handle, 30)
-        if result.stats.trivial is None and result.status == "ok" and result.stats.superseded_by is None:
-            row.checkable += 1
-            row.fresh += turn.id in {item.id for item in result.results}
+        reads.append(asyncio.create_task(read(turn, handle)))
+    await asyncio.gather(*reads)
 
 
 async def _play(client: AsyncClient, row: Row, plays: list[list[Memory]], think: float) -> None:
