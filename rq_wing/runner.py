@@ -414,6 +414,10 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
     logger.info("Listening on %s at %s (worker %s, %s, pid %d)", ", ".join(q.name for q in worker.queues),
                 redacted(url_of(client)), worker.name, type(worker).__name__, os.getpid())
     reason = "stopped by an error (see above)"
+    # RQ registers the worker before it installs its signal handlers: a SIGTERM in between would
+    # end the process unannounced. Until RQ's handlers replace these, a signal asks for the same stop.
+    for stop_signal in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop_signal, worker.request_stop)  # type: ignore[attr-defined]
     try:
         worked = bool(worker.work(burst=burst, logging_level=rq_log_level or log_level, with_scheduler=False,
                                   max_jobs=max_jobs, max_idle_time=max_idle_time))
