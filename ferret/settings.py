@@ -151,6 +151,11 @@ class LocalSettings(_Strict):
     snapshot_refresh_changes: int = Field(2_000, ge=1)
     # How long a job may wait for a big namespace's first index before it fails.
     build_wait_seconds: float = Field(1.5, ge=0, le=600)
+    # A write is searchable at once, staged in memory (worker.backends.recent_changes); staged writes
+    # are committed to the index once this many are staged (on the job that stages the last one),
+    # or, after a job, once the oldest has waited fold_seconds.
+    fold_changes: int = Field(32, ge=1, le=100_000)
+    fold_seconds: float = Field(1.0, ge=0, le=3600)
     # Where the memories live (unset: the queue Redis). Any Redis URL, including
     # redis+sentinel://... and a Redis Cluster, redis+cluster://host:port[,host:port...]
     # (see ferret.store_conn); queues, results and traces stay on redis.url.

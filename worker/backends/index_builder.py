@@ -52,6 +52,7 @@ def build_snapshot(client: redis.Redis, namespace: str, settings: LocalSettings)
         position, index, readiness = registry.index_for(namespace)
         logger.info("namespace=%s index ready (%s, %d memories); storing the snapshot",
                     namespace, readiness.how, len(index))
+        index.fold()  # the staged changes caught up after the snapshot, committed before it is stored
         index.release_writer()
         entry_dir = next(p for p in scratch.iterdir() if p.is_dir())
         manifest = snapshots.save(client, namespace, entry_dir, position, len(index))

@@ -4,7 +4,12 @@ kept on disk under one root and held to one memory bound.
 Making a namespace's index ready for a job, in the order tried:
 1. **warm**: the index is open and at least as new as the job's version
    (no Redis call), or catches up by applying the change-log entries after
-   its version (``caught_up``): a write of k memories costs O(k);
+   its version (``caught_up``): a write of k memories costs O(k), and is
+   staged, not committed (``worker.backends.recent_changes``): searchable at
+   once, committed in batches (``fold_changes`` on the job's path, or
+   ``fold_seconds`` after a job, off it). The position saved on disk is the
+   last commit's, so a process that opens the directory again stages the
+   changes after it anew;
 2. **on disk**: a directory this worker (or its previous work horse) left
    under the root is opened and caught up;
 3. **snapshot**: the prebuilt snapshot in Redis is loaded and caught up;
@@ -85,6 +90,11 @@ class _Entry:
     used: float = field(default_factory=time.monotonic)
     index: MemoryIndex | None = None
     vectors: VectorIndex | None = None  # the embeddings, loaded at the first semantic search
+    committed: Position | None = None  # the index's last commit (``position`` counts staged writes too)
+
+    def __post_init__(self) -> None:
+        if self.committed is None:
+            self.committed = self.position
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,10 @@ class Readiness:
 
     how: str  # warm | caught_up | disk | snapshot | built
     evictions: int = 0
-    changes: int = 0
+    changes: int = 0  # change-log entries applied for this job (staged: searchable without a commit)
+    staged: int = 0  # changes staged and not yet committed, after this job's catch-up
+    folded: int = 0  # staged changes committed on this job's path (fold_changes reached)
+    fold_ms: float = 0.0
 
 
 def out_of_space(exc: BaseException) -> bool:
@@ -145,6 +158,7 @@ class IndexRegistry:
         self._lock = threading.RLock()
         self.builds = 0
         self.evictions = 0
+        self.folds = 0
         self._adopt_directories()
 
     # -- the job's entry point -------------------------------------------------------------
@@ -187,10 +201,48 @@ class IndexRegistry:
                                                "could be loaded; retry") from None
         if how == "warm" and changes:
             how = "caught_up"
+        assert entry.index is not None
+        folded, fold_ms = 0, 0.0
+        if len(entry.index.recent) >= self.settings.fold_changes:
+            folded, fold_ms = self._fold(entry)
         entry.used = time.monotonic()
         evicted = self._hold_to_bound(keep=namespace)
+        return entry.position, entry.index, Readiness(how, evicted, changes, len(entry.index.recent), folded,
+                                                      fold_ms)
+
+    # -- committing staged writes ----------------------------------------------------------
+    def _fold(self, entry: _Entry) -> tuple[int, float]:
+        """Commit the entry's staged writes; how many, and the milliseconds it took."""
         assert entry.index is not None
-        return entry.position, entry.index, Readiness(how, evicted, changes)
+        started = time.perf_counter()
+        folded = entry.index.fold()
+        entry.committed = entry.position
+        self._save_state(entry)
+        entry.bytes = directory_bytes(entry.directory)
+        self.folds += 1
+        self._maybe_refresh_snapshot(entry)
+        return folded, (time.perf_counter() - started) * 1000
+
+    def fold_due(self, everything: bool = False) -> tuple[int, float]:
+        """After a job (off its path): commit the staged writes of every namespace whose oldest
+        has waited ``fold_seconds`` or that holds ``fold_changes`` (all, with ``everything``);
+        how many changes, and the milliseconds it took."""
+        folded, took = 0, 0.0
+        with self._lock:
+            now = time.monotonic()
+            for entry in list(self._entries.values()):
+                recent = entry.index.recent if entry.index is not None else None
+                if recent is None or not len(recent):
+                    continue
+                if everything or len(recent) >= self.settings.fold_changes or \
+                        now - (recent.since or now) >= self.settings.fold_seconds:
+                    try:
+                        count, ms = self._fold(entry)
+                    except (OSError, ValueError, redis.RedisError) as exc:  # staged writes stay searchable
+                        logger.warning("namespace=%s staged writes not committed (%s)", entry.namespace, exc)
+                        continue
+                    folded, took = folded + count, took + ms
+        return folded, took
 
     # -- opening ---------------------------------------------------------------------------
     def _adopt_directories(self) -> None:
@@ -211,8 +263,13 @@ class IndexRegistry:
                                               state.stat().st_mtime - time.time() + time.monotonic())
 
     def _open_on_disk(self, entry: _Entry) -> bool:
+        """Open a directory left on disk, at the position its last commit saved (another work
+        horse may have committed since this process read it)."""
         try:
             entry.index = MemoryIndex(str(entry.directory))
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                data = json.loads((entry.directory / STATE_FILE).read_text())
+                entry.position = entry.committed = Position(int(data["version"]), str(data["entry"]))
             return True
         except (ValueError, OSError) as exc:
             logger.warning("namespace=%s index on disk unusable (%s); loading afresh", entry.namespace, exc)
@@ -320,10 +377,6 @@ class IndexRegistry:
                 raise _Gap()
             self._apply(entry, run)
             applied += len(run)
-        if applied:
-            self._save_state(entry)
-            entry.bytes = directory_bytes(entry.directory)
-            self._maybe_refresh_snapshot(entry)
         return applied
 
     def _apply(self, entry: _Entry, changes: list) -> None:
@@ -343,7 +396,7 @@ class IndexRegistry:
             found, missing = parse_memories(self.client.hmget(keys.memories(entry.namespace), part), part)
             upserts += found
             deletes += missing
-        entry.index.apply(upserts=upserts, deletes=deletes, clear=clear)
+        entry.index.stage(upserts=upserts, deletes=deletes, clear=clear)
         if entry.vectors is not None:
             if clear:
                 entry.vectors = VectorIndex()
@@ -414,7 +467,9 @@ class IndexRegistry:
         vectors.delete(gone)
 
     def _save_state(self, entry: _Entry) -> None:
-        state = {"namespace": entry.namespace, "version": entry.position.version, "entry": entry.position.entry}
+        """Save the position of the index's last commit (staged writes are not on disk)."""
+        committed = entry.committed or entry.position
+        state = {"namespace": entry.namespace, "version": committed.version, "entry": committed.entry}
         temporary = entry.directory / (STATE_FILE + ".tmp")
         temporary.write_text(json.dumps(state))
         temporary.replace(entry.directory / STATE_FILE)
@@ -480,6 +535,7 @@ class IndexRegistry:
         shutil.rmtree(entry.directory, ignore_errors=True)
 
     def close(self) -> None:
+        self.fold_due(everything=True)
         for entry in self._entries.values():
             if entry.index is not None:
                 entry.index.close()

@@ -16,6 +16,7 @@ what is stored.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import socket
@@ -45,6 +46,9 @@ from worker.semantic.vectors import DimensionMismatch
 
 # Memories per write script (a Lua call's arguments are bounded).
 WRITE_BATCH = 1000
+
+
+logger = logging.getLogger(__name__)
 
 
 class MemoryStore:
@@ -244,6 +248,12 @@ class LocalBackends:
 
     def version(self, namespace: str) -> int:
         return MemoryStore(self.client, namespace).version()
+
+    def after_job(self) -> None:
+        """Commit staged writes that are due (``IndexRegistry.fold_due``), once a job's result is written."""
+        folded, took = self.registry.fold_due()
+        if folded:
+            logger.debug("committed %d staged change(s) in %.1f ms after the job", folded, took)
 
     def close(self) -> None:
         self.registry.close()

@@ -17,8 +17,11 @@ never seen count at the highest IDF. The result is clipped to 1.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,6 +29,7 @@ import tantivy
 
 from ferret.records import Filters, Memory, TimeRange
 from worker.backends.filtering import parse_time
+from worker.backends.recent_changes import K1, B, RecentChanges, Statistics
 from worker.backends.tokens import tokenize
 
 WRITER_HEAP_BYTES = 15_000_000  # tantivy's smallest writer budget
@@ -130,6 +134,8 @@ class MemoryIndex:
         self._index.config_reader("Manual", 0)
         self._writer: Any = None
         self._searcher = self._index.searcher()
+        self.recent = RecentChanges()  # staged writes: searchable, not yet committed (``stage``, ``fold``)
+        self._corpus_figures: tuple[int, float] | None = None  # (documents, average length), per searcher
 
     def _writing(self) -> Any:
         if self._writer is None:
@@ -159,10 +165,28 @@ class MemoryIndex:
             self.commit()
         return changed
 
+    def stage(self, upserts: Sequence[Memory] = (), deletes: Sequence[str] = (), clear: bool = False) -> int:
+        """A write searchable at once without a commit (``worker.backends.recent_changes``): the
+        documents go to the writer's buffer and to the staged changes; ``fold`` commits them."""
+        if clear:
+            self.recent.clear()
+        self.recent.delete(list(deletes))
+        self.recent.upsert(list(upserts))
+        return self.apply(upserts, deletes, clear, commit=False)
+
+    def fold(self) -> int:
+        """Commit the staged writes into the index; how many changes that was."""
+        staged = len(self.recent)
+        if staged:
+            self.commit()
+        return staged
+
     def commit(self) -> None:
         self._writing().commit()
         self._index.reload()
         self._searcher = self._index.searcher()
+        self.recent = RecentChanges()
+        self._corpus_figures = None
 
     def close(self) -> None:
         """Release the writer and the index (its files stay where they are)."""
@@ -187,23 +211,126 @@ class MemoryIndex:
         df = self._searcher.doc_freq("tokens", token)
         return math.log(1 + (size - df + 0.5) / (df + 0.5))
 
+    def _corpus(self, tokens: list[str]) -> tuple[int, float] | None:
+        """The committed index's document count and average length as tantivy's BM25 takes them
+        (deleted documents count until a merge), read from its explanation of one hit, once per
+        searcher; None when no query token is in the index."""
+        if self._corpus_figures is None:
+            for token in dict.fromkeys(tokens):
+                if self._searcher.doc_freq("tokens", token):
+                    term = _term("tokens", token)
+                    hits = self._searcher.search(term, 1, count=False).hits
+                    if hits:
+                        figures = _explained(term.explain(self._searcher, hits[0][1]).to_json())
+                        if figures.docs is not None and figures.average is not None:
+                            self._corpus_figures = (int(figures.docs), figures.average)
+                        break
+        return self._corpus_figures
+
     def search(self, query: str, limit: int, filters: Filters | None = None) -> list[tuple[str, float]]:
-        """Top ``limit`` (id, score) pairs with score > 0 that pass ``filters``."""
+        """Top ``limit`` (id, score) pairs with score > 0 that pass ``filters``: the committed index's
+        hits (those staged writes made stale left out) and the staged documents', on one scale."""
         tokens = tokenize(query)
-        if not tokens or limit <= 0 or len(self) == 0:
+        recent = self.recent
+        if not tokens or limit <= 0 or (len(self) == 0 and not recent.docs):
             return []
-        text = tantivy.Query.boolean_query([(tantivy.Occur.Should, _term("tokens", t)) for t in tokens])
+        found = [] if recent.cleared else self._committed_hits(tokens, limit + len(recent.hidden), filters)
+        if not len(recent):
+            scale = sum(self._idf(t) for t in tokens)
+            return self._scaled([(memory_id, score) for memory_id, score, _ in found], scale, limit)
+        corpus = self._corpus(tokens)
+        staged_lengths = [doc.length for doc in recent.docs.values()]
+        docs, average = corpus if corpus is not None else (0, 0.0)
+        statistics = recent.statistics(tokens, docs, average if docs else (
+            sum(staged_lengths) / len(staged_lengths) if staged_lengths else 1.0),
+            {t: int(self._searcher.doc_freq("tokens", t)) for t in set(tokens)})
+        touched = any(token in doc.terms for doc in recent.docs.values() for token in tokens)
+        pairs = []
+        for memory_id, score, address in found:
+            if recent.hides(memory_id):
+                continue
+            if touched:  # its score as it will be once the staged documents are folded in
+                score = _rescored(self._text_query(tokens).explain(self._searcher, address).to_json(),
+                                  tokens, statistics)
+            pairs.append((memory_id, score))
+        pairs += recent.search(tokens, statistics, filters)
+        return self._scaled(pairs, sum(statistics.idf(t) for t in tokens), limit)
+
+    @staticmethod
+    def _text_query(tokens: list[str]) -> tantivy.Query:
+        return tantivy.Query.boolean_query([(tantivy.Occur.Should, _term("tokens", t)) for t in tokens])
+
+    def _committed_hits(self, tokens: list[str], limit: int,
+                        filters: Filters | None) -> list[tuple[str, float, Any]]:
+        text = self._text_query(tokens)
         only = filter_query(filters) if filters is not None else None
         if only is not None:
             text = tantivy.Query.boolean_query([(tantivy.Occur.Must, text), (tantivy.Occur.Must, only)])
-        scale = sum(self._idf(t) for t in tokens)
-        found = self._searcher.search(text, limit, count=False).hits
         pairs = []
         seen: set[str] = set()
-        for score, address in found:
+        for score, address in self._searcher.search(text, limit, count=False).hits:
             memory_id = self._searcher.doc(address)["id"][0]
             if score <= 0 or memory_id in seen:  # (a build's scan may meet a memory twice)
                 continue
             seen.add(memory_id)
-            pairs.append((memory_id, round(min(1.0, score / scale), 6)))
-        return sorted(pairs, key=lambda p: -p[1])
+            pairs.append((memory_id, score, address))
+        return pairs
+
+    @staticmethod
+    def _scaled(pairs: list[tuple[str, float]], scale: float, limit: int) -> list[tuple[str, float]]:
+        scaled = [(memory_id, round(min(1.0, score / scale), 6)) for memory_id, score in pairs]
+        return sorted(scaled, key=lambda p: (-p[1], p[0]))[:limit]  # ties by id: the same order either way
+
+
+@dataclasses.dataclass
+class _Explained:
+    docs: float | None = None
+    average: float | None = None
+    terms: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)  # token -> (freq, stored length)
+
+
+_TERM = re.compile(r'Term=Term\(field=\d+, type=Str, "(.*)"\)$')
+
+
+def _explained(explanation: str) -> _Explained:
+    """What tantivy's explanation of a BM25 score (JSON) says: N, avgdl, and per term freq and dl."""
+    found = _Explained()
+
+    def walk(node: Any) -> None:
+        if not isinstance(node, dict):
+            return
+        description = str(node.get("description", ""))
+        if description.startswith("TermQuery"):
+            values: dict[str, Any] = {}
+            stack = list(node.get("details") or ())
+            while stack:
+                child = stack.pop()
+                if isinstance(child, dict):
+                    values[str(child.get("description", "")).split(",")[0]] = child.get("value")
+                    stack.extend(child.get("details") or ())
+            match = next((_TERM.match(str(c)) for c in node.get("context") or () if _TERM.match(str(c))), None)
+            if match and values.get("freq") is not None and values.get("dl") is not None:
+                found.terms[json.loads(f'"{match.group(1)}"')] = (float(values["freq"]), float(values["dl"]))
+            if values.get("N") is not None:
+                found.docs = float(values["N"])
+            if values.get("avgdl") is not None:
+                found.average = float(values["avgdl"])
+            return
+        for child in node.get("details") or ():
+            walk(child)
+
+    walk(json.loads(explanation))
+    return found
+
+
+def _rescored(explanation: str, tokens: list[str], statistics: Statistics) -> float:
+    """A committed document's BM25 score over ``statistics`` (the corpus once the staged
+    documents are folded in), from its terms' frequencies and stored length."""
+    terms = _explained(explanation).terms
+    score = 0.0
+    for token in tokens:
+        if token in terms:
+            freq, length = terms[token]
+            norm = K1 * (1 - B + B * length / (statistics.average_length or 1.0))
+            score += statistics.idf(token) * (K1 + 1) * freq / (freq + norm)
+    return score

@@ -96,7 +96,9 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
                                                      wait_seconds=budget.remaining() / 2)
                 readiness = getattr(backend, "readiness", None)
                 if readiness is not None:
-                    index_span.set(how=readiness.how, changes=readiness.changes, evictions=readiness.evictions)
+                    index_span.set(how=readiness.how, changes=readiness.changes, evictions=readiness.evictions,
+                                   staged=readiness.staged, folded=readiness.folded,
+                                   fold_ms=round(readiness.fold_ms, 3))
             outcome = run_pipeline(
                 request.query, backend, ctx.settings.pipeline, filters=request.filters, budget=budget,
                 tracer=tracer, max_results=request.options.max_results,
@@ -188,6 +190,9 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
         return JobReport(dropped.result, request, None, dropped=True)
     took = (ctx.now() - started_at) * 1000
     logger.debug("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
+    after_job = getattr(ctx.backends, "after_job", None)
+    if after_job is not None:  # the result is written: what is left to do is off the job's path
+        after_job()
     return JobReport(result, request, trace)
 
 

@@ -211,3 +211,54 @@ def test_filters_are_applied_in_the_index(client, tmp_path):
         Memory(id="b", content_title="bitcoin", state_lifecycle="ARCHIVED")])
     backend = _backends(client, tmp_path).for_namespace("ns")
     assert [h.id for h in backend.search("bitcoin", 1, Filters(lifecycle="archived"))] == ["b"]
+
+
+def _saved_version(backends, namespace="ns"):
+    import json as _json
+    from hashlib import sha256
+
+    directory = backends.index_root / sha256(namespace.encode()).hexdigest()[:24]
+    return _json.loads((directory / "ferret-position.json").read_text())["version"]
+
+
+def test_a_write_is_staged_searchable_and_committed_later(client, tmp_path):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}") for i in range(20)])
+    backends = _backends(client, tmp_path, fold_changes=3)
+    backends.for_namespace("ns")
+    store.upsert([Memory(id="new", content_title="bitcoin halving zebra")])
+    staged = backends.for_namespace("ns")
+    assert (staged.readiness.how, staged.readiness.changes, staged.readiness.staged, staged.readiness.folded) == \
+           ("caught_up", 1, 1, 0)
+    assert "new" in _ids(staged, "zebra") and _saved_version(backends) == 1  # on disk: the last commit only
+    store.upsert([Memory(id="two", content_title="zebra two")])
+    store.delete(["m0"])
+    folded = backends.for_namespace("ns")  # the third staged change reaches fold_changes: committed on the path
+    assert (folded.readiness.staged, folded.readiness.folded) == (0, 3) and _saved_version(backends) == 4
+    assert _ids(folded, "zebra") == {"new", "two"} and "m0" not in _ids(folded, "note 0")
+
+
+def test_staged_writes_are_committed_after_a_job_once_old_enough(client, tmp_path):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="bitcoin")])
+    backends = _backends(client, tmp_path, fold_seconds=0)
+    backends.for_namespace("ns")
+    store.upsert([Memory(id="b", content_title="bitcoin zebra")])
+    assert backends.for_namespace("ns").readiness.staged == 1
+    backends.after_job()
+    assert _saved_version(backends) == 2 and backends.registry.folds == 1
+    assert backends.for_namespace("ns").readiness.how == "warm"
+
+
+def test_staged_writes_lost_with_a_process_are_staged_again_from_the_log(client, tmp_path):
+    """What a crash (or a fork work horse's exit) loses is in Redis: the next process catches up."""
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="bitcoin")])
+    first = _backends(client, tmp_path)
+    first.for_namespace("ns")
+    store.upsert([Memory(id="b", content_title="bitcoin zebra")])
+    assert "b" in _ids(first.for_namespace("ns"), "zebra")
+    first.registry._entries["ns"].index.release_writer()  # gone without a commit
+    again = LocalBackends(client, local=LocalSettings(), index_root=first.index_root)
+    found = again.for_namespace("ns")
+    assert found.readiness.how == "disk" and found.readiness.changes == 1 and "b" in _ids(found, "zebra")

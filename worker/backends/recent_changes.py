@@ -1,0 +1,185 @@
+"""Writes not yet committed to the tantivy index, searchable at once.
+
+A tantivy commit (a new segment, its files, a new searcher) costs ~6-12 ms
+whatever its size; paying one per write on the job that follows was most of
+the cost of an agent's turn. So a write is staged instead: its documents go
+to tantivy's writer (buffered, uncommitted) and here, where the next query
+finds them, and a later commit folds a batch of them into the index
+(``MemoryIndex.fold``): near-real-time search, as Lucene's NRT readers and
+Elasticsearch's refresh interval do it.
+
+Scores stay comparable: a staged memory is scored with tantivy's own BM25
+(k1 1.2, b 0.75, its idf, and the document length as tantivy stores it,
+quantized by its field-norm table) over the statistics of the index and the
+staged memories together, so it ranks where it will rank once folded. A
+memory deleted or rewritten since the last commit is hidden from the
+index's hits (its staged copy, if any, stands in), and a namespace cleared
+since then hides them all.
+
+Nothing is lost by a crash: Redis holds the memories and the change log,
+and the index's saved position is the last commit's, so a worker that
+starts again stages the same changes anew.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass
+
+from ferret.records import Filters, Memory
+from worker.backends.filtering import parse_time
+from worker.backends.tokens import tokenize
+
+K1 = 1.2
+B = 0.75
+
+
+def _field_norms() -> list[int]:
+    """tantivy's field-norm table (``fieldnorm/code.rs``): lengths up to 40 exactly, then eight
+    values per doubling step, 256 in all. A length is stored as the largest value not above it."""
+    table = list(range(41))
+    step = 2
+    while len(table) < 256:
+        for _ in range(8):
+            if len(table) == 256:
+                break
+            table.append(table[-1] + step)
+        step *= 2
+    return table
+
+
+FIELD_NORMS = _field_norms()
+
+
+def stored_length(length: int) -> int:
+    """The document length tantivy's BM25 sees for ``length`` tokens."""
+    return FIELD_NORMS[max(0, bisect_right(FIELD_NORMS, length) - 1)]
+
+
+@dataclass(frozen=True)
+class StagedDoc:
+    id: str
+    terms: Counter[str]
+    length: int  # tokens, before quantization (the average uses the true total)
+    type: str | None
+    subtype: str | None
+    lifecycle: str
+    clusters: frozenset[str]
+    event_us: int | None
+    created_us: int | None
+
+    @classmethod
+    def of(cls, memory: Memory) -> StagedDoc:
+        from worker.backends.tantivy_index import micros  # one conversion for both
+
+        tokens = tokenize(memory.text)
+        times = [parse_time(raw) for raw in (memory.temporal_event_time, memory.provenance_created_at)]
+        return cls(memory.id, Counter(tokens), len(tokens), memory.type or None, memory.subtype or None,
+                   (memory.state_lifecycle or "").upper(), frozenset(memory.cluster_ids or ()),
+                   *(micros(moment) if moment is not None else None for moment in times))
+
+    def passes(self, filters: Filters | None) -> bool:
+        """``tantivy_index.filter_query``'s rules, on a staged document."""
+        if filters is None:
+            return True
+        if filters.type and self.type != filters.type:
+            return False
+        if filters.subtype and self.subtype != filters.subtype:
+            return False
+        if filters.lifecycle and self.lifecycle != filters.lifecycle.upper():
+            return False
+        if filters.cluster_ids and not self.clusters & set(filters.cluster_ids):
+            return False
+        if filters.time_range:
+            from worker.backends.tantivy_index import micros
+
+            low = micros(filters.time_range.start) if filters.time_range.start else -(2**63)
+            high = micros(filters.time_range.end) if filters.time_range.end else 2**63 - 1
+            fields = {"event": (self.event_us,), "ingestion": (self.created_us,)}.get(
+                filters.time_range.type, (self.event_us, self.created_us))
+            if not any(value is not None and low <= value <= high for value in fields):
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """What BM25 needs of the whole corpus (the index and the staged documents)."""
+
+    docs: int
+    average_length: float
+    doc_freq: dict[str, int]
+
+    def idf(self, token: str) -> float:
+        df = self.doc_freq.get(token, 0)
+        return math.log(1 + (self.docs - df + 0.5) / (df + 0.5))
+
+
+class RecentChanges:
+    """One namespace's staged writes (see the module)."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, StagedDoc] = {}
+        self.hidden: set[str] = set()  # ids whose committed copy is stale: deleted or rewritten
+        self.cleared = False  # every committed document is stale
+        self.changes = 0
+        self.since: float | None = None  # monotonic time of the oldest staged change
+
+    def __len__(self) -> int:
+        return self.changes
+
+    def _touch(self, count: int) -> None:
+        self.changes += count
+        if self.since is None:
+            self.since = time.monotonic()
+
+    def upsert(self, memories: list[Memory]) -> None:
+        for memory in memories:
+            self.docs[memory.id] = StagedDoc.of(memory)
+            self.hidden.add(memory.id)
+        self._touch(len(memories))
+
+    def delete(self, ids: list[str]) -> None:
+        for memory_id in ids:
+            self.docs.pop(memory_id, None)
+            self.hidden.add(memory_id)
+        self._touch(len(ids))
+
+    def clear(self) -> None:
+        self.docs.clear()
+        self.hidden.clear()
+        self.cleared = True
+        self._touch(1)
+
+    def hides(self, memory_id: str) -> bool:
+        return self.cleared or memory_id in self.hidden
+
+    def statistics(self, tokens: list[str], index_docs: int, index_average: float,
+                   index_doc_freq: dict[str, int]) -> Statistics:
+        """The corpus as tantivy's BM25 will see it once folded: the index's documents (deleted
+        and rewritten ones count until a merge, as tantivy counts them) and the staged ones."""
+        base_docs = 0 if self.cleared else index_docs
+        staged_docs = len(self.docs)
+        docs = base_docs + staged_docs
+        total = base_docs * index_average + sum(doc.length for doc in self.docs.values())
+        doc_freq = {token: (0 if self.cleared else index_doc_freq.get(token, 0))
+                    + sum(1 for doc in self.docs.values() if token in doc.terms) for token in set(tokens)}
+        return Statistics(docs, total / docs if docs else 0.0, doc_freq)
+
+    def search(self, tokens: list[str], statistics: Statistics,
+               filters: Filters | None) -> list[tuple[str, float]]:
+        """Staged documents that match a query token and pass ``filters``, with tantivy's BM25 score."""
+        found = []
+        for doc in self.docs.values():
+            score = 0.0
+            for token in tokens:  # a token twice in the query counts twice, as in the index's query
+                tf = doc.terms.get(token, 0)
+                if tf:
+                    norm = K1 * (1 - B + B * stored_length(doc.length) / (statistics.average_length or 1.0))
+                    score += statistics.idf(token) * (K1 + 1) * tf / (tf + norm)
+            if score > 0 and doc.passes(filters):
+                found.append((doc.id, score))
+        return found
