@@ -61,7 +61,9 @@ class JobStats(BaseModel):
     fusion: dict[str, Any] | None = None
     # The local backend's index for this job (worker.backends.index_registry).
     index: str | None = None  # warm | caught_up | disk | snapshot | built
-    index_changes: int | None = None  # change-log entries applied before the search
+    index_changes: int | None = None  # change-log entries applied before the search (staged: no commit)
+    index_staged: int | None = None  # changes searchable from memory, not yet committed to the index
+    index_folded: int | None = None  # staged changes committed on this job's path (backend.local.fold_changes)
     index_evictions: int | None = None  # namespaces evicted to stay within the memory bound
     # The agent loop (seed 002), when it ran: outcome (ok | clarification | deadline | fallback | disabled),
     # steps, parallel_steps, backtracked, reflection_concluded, forced_conclusion, llm_calls, llm_ms, reason.

@@ -188,8 +188,11 @@ class FerretMetrics:
         self.index_ready = Counter("ferret_index_ready_total", "How each job's local index was made ready "
                                    "(warm, caught_up: changes applied, disk, snapshot: loaded, built: from the "
                                    "memories).", ["how"], registry=r)
-        self.index_changes = Counter("ferret_index_changes_total", "Change-log entries applied to local indexes.",
-                                     registry=r)
+        self.index_changes = Counter("ferret_index_changes_total", "Change-log entries applied to local indexes "
+                                     "(staged: searchable at once, committed later).", registry=r)
+        self.index_folded = Counter("ferret_index_folded_changes_total", "Staged changes committed to a local "
+                                    "index on a job's path (backend.local.fold_changes reached; the others are "
+                                    "committed after a job).", registry=r)
         self.index_evictions = Counter("ferret_index_evictions_total",
                                        "Namespaces' indexes evicted to stay within the memory bound.", registry=r)
         self.agent_runs = Counter("ferret_agent_runs_total", "Agent loop runs by outcome (ok, clarification, "
@@ -323,6 +326,7 @@ class FerretMetrics:
         if stats.index in INDEX_READINESS:
             self.index_ready.labels(stats.index).inc()
         self.index_changes.inc(stats.index_changes or 0)
+        self.index_folded.inc(stats.index_folded or 0)
         self.index_evictions.inc(stats.index_evictions or 0)
         if stats.fallback in FALLBACK_OUTCOMES:
             self.fallbacks.labels(stats.fallback).inc()

@@ -42,7 +42,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
@@ -58,6 +58,7 @@ from ferret.records import Memory
 from ferret.settings import LocalSettings
 from worker.backends import snapshots
 from worker.backends.change_log import ChangeLog, Position, as_text
+from worker.backends.held_memories import HeldMemories
 from worker.backends.tantivy_index import MemoryIndex
 from worker.semantic.vectors import VectorIndex
 
@@ -159,6 +160,7 @@ class IndexRegistry:
         self.builds = 0
         self.evictions = 0
         self.folds = 0
+        self.held = HeldMemories()  # memories read for hits, kept until a change names them
         self._adopt_directories()
 
     # -- the job's entry point -------------------------------------------------------------
@@ -397,6 +399,10 @@ class IndexRegistry:
             upserts += found
             deletes += missing
         entry.index.stage(upserts=upserts, deletes=deletes, clear=clear)
+        if clear:
+            self.held.forget_namespace(entry.namespace)
+        self.held.forget(entry.namespace, deletes)
+        self.held.put(entry.namespace, upserts)
         if entry.vectors is not None:
             if clear:
                 entry.vectors = VectorIndex()
@@ -526,7 +532,14 @@ class IndexRegistry:
         self.evictions += evicted
         return evicted
 
+    def memories(self, namespace: str, ids: list[str],
+                 read: Callable[[list[str]], dict[str, Memory]]) -> dict[str, Memory]:
+        """The memories of ``ids``: those this worker holds (``HeldMemories``), the rest by ``read``."""
+        with self._lock:
+            return self.held.get(namespace, ids, read)
+
     def _drop(self, namespace: str) -> None:
+        self.held.forget_namespace(namespace)
         entry = self._entries.pop(namespace, None)
         if entry is None:
             return

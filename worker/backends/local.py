@@ -162,6 +162,12 @@ class LocalBackend:
         return linked_hits(neighbour_scores(seeds, links), limit, filters, self._read)
 
     def _read(self, ids: list[str]) -> dict[str, Memory]:
+        """The memories of ``ids``: held by the worker when it can (``HeldMemories``), else read."""
+        if self._registry is not None:
+            return self._registry.memories(self._namespace, ids, self._read_store)
+        return self._read_store(ids)
+
+    def _read_store(self, ids: list[str]) -> dict[str, Memory]:
         try:
             raw = self._client.hmget(keys.memories(self._namespace), ids)
         except redis.RedisError as exc:

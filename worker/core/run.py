@@ -126,7 +126,8 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
         stats = stats.with_(agent=empty_stats("disabled"))
     if readiness is not None:
         stats = stats.with_(index=readiness.how, index_evictions=readiness.evictions or None,
-                            index_changes=readiness.changes or None)
+                            index_changes=readiness.changes or None, index_staged=readiness.staged or None,
+                            index_folded=readiness.folded or None)
     if key is not None:
         stats = stats.with_(cache_hit=False, stage_ms={"cache": looked_up_ms, **(stats.stage_ms or {})})
     done = _Outcome(status, result_items(hits, sub_queries), context, stats=stats)

@@ -262,3 +262,22 @@ def test_staged_writes_lost_with_a_process_are_staged_again_from_the_log(client,
     again = LocalBackends(client, local=LocalSettings(), index_root=first.index_root)
     found = again.for_namespace("ns")
     assert found.readiness.how == "disk" and found.readiness.changes == 1 and "b" in _ids(found, "zebra")
+
+
+def test_hits_come_from_memories_the_worker_holds_until_a_change_names_them(client, tmp_path):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}") for i in range(5)])
+    backends = _backends(client, tmp_path)
+    held = backends.registry.held
+    first = backends.for_namespace("ns").search("bitcoin", 10, NONE)
+    reads = held.reads
+    again = backends.for_namespace("ns").search("bitcoin", 10, NONE)
+    assert [h.id for h in again] == [h.id for h in first] and held.reads == reads  # no read from Redis
+    store.upsert([Memory(id="m1", content_title="bitcoin note rewritten")])
+    store.delete(["m2"])
+    after = {h.id: h for h in backends.for_namespace("ns").search("bitcoin", 10, NONE)}
+    assert "m2" not in after and "rewritten" in after["m1"].memory.content_title
+    store.clear()
+    store.upsert([Memory(id="m3", content_title="bitcoin after the clear")])
+    assert [h.memory.content_title for h in backends.for_namespace("ns").search("bitcoin", 10, NONE)] == [
+        "bitcoin after the clear"]
