@@ -82,6 +82,7 @@ class Row:
         ms = [seconds * 1000 for seconds in self.enqueue_to_ready]
         return {
             "arrival": self.arrival, "period_s": self.period, "agents": self.agents, "turns_per_agent": self.turns,
+            "turns_per_s": round(self.agents / self.period, 1),
             "ready_rate": round(self.ready / turns, 4),
             "fresh_rate": round(self.fresh / self.checkable, 4) if self.checkable else None,
             "fresh_checked": self.checkable, "superseded": self.superseded,
@@ -170,14 +171,15 @@ async def _play(client: AsyncClient, row: Row, plays: list[list[Memory]], think:
 
 def run(data: Path, agents: int = 100, turns: int = 10, periods: tuple[float, ...] = (2.0,),
         arrivals: tuple[str, ...] = ("spread", "lockstep"), think: float = 1.0, history: int = 100,
-        workers: int = 2) -> list[dict[str, Any]]:
+        workers: int = 2, settings_env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     dataset = load(data)
     conversations = sorted(dataset.memories)[:CONVERSATIONS]
     rows = []
     with tempfile.TemporaryDirectory(prefix="ferret-bench-agents-") as tmp:
         server = private_redis(Path(tmp))
         environ = {"FERRET_REDIS__URL": server.url}
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")}, **environ}
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")}, **environ,
+               **(settings_env or {})}
         sync = redis.Redis.from_url(server.url)
         processes = [subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker"], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(workers)]

@@ -126,7 +126,8 @@ def _ask(producer: Producer, query: str, namespace: str, deadline: float = 5.0,
     return elapsed, result.status, result.stats.index
 
 
-def size_run(size: int, queries: int, writes: int, workdir: Path) -> dict[str, Any]:
+def size_run(size: int, queries: int, writes: int, workdir: Path,
+             settings_env: dict[str, str] | None = None) -> dict[str, Any]:
     corpus = Corpus()
     source = workdir / f"memories-{size}.jsonl"
     with source.open("w") as out:
@@ -135,7 +136,7 @@ def size_run(size: int, queries: int, writes: int, workdir: Path) -> dict[str, A
     server = private_redis(workdir / f"redis-{size}")
     try:
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
-               "FERRET_REDIS__URL": server.url}
+               "FERRET_REDIS__URL": server.url, **(settings_env or {})}
         row: dict[str, Any] = {"memories": size, **_ingest(source, "scale", env)}
         source.unlink()
         client = client_for(server.url)
@@ -199,12 +200,12 @@ def tenants_run(tenants: int, per_tenant: int, bound_mb: int, queries: int, work
 
 
 def run(sizes: list[int], tenants: tuple[int, int] | None, bound_mb: int, queries: int, writes: int,
-        out: Path | None) -> dict[str, Any]:
+        out: Path | None, settings_env: dict[str, str] | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {"sizes": [], "tenants": None}
     with tempfile.TemporaryDirectory(prefix="ferret-scale-") as scratch:
         workdir = Path(scratch)
         for size in sizes:
-            row = size_run(size, queries, writes, workdir)
+            row = size_run(size, queries, writes, workdir, settings_env)
             print(json.dumps(row), flush=True)
             report["sizes"].append(row)
         if tenants:

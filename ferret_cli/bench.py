@@ -153,6 +153,23 @@ def round_trips(jobs: int) -> None:
     click.echo(json.dumps(figures))
 
 
+def _setting_env(values: tuple[str, ...]) -> dict[str, str]:
+    """``--setting section.key=value`` options as the FERRET_* variables the benchmark's workers get."""
+    env = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or any(not part.isidentifier() for part in name.strip().split(".")):
+            raise click.BadParameter(f"{item!r}: expected section.key=value, e.g. backend.local.fold_changes=1",
+                                     param_hint="--setting")
+        env["FERRET_" + "__".join(part.upper() for part in name.strip().split("."))] = value
+    return env
+
+
+SETTING_OPTION = click.option("--setting", "settings", multiple=True, metavar="KEY=VALUE",
+                              help="A setting for the benchmark's workers (repeatable), e.g. "
+                                   "backend.local.fold_changes=1.")
+
+
 def _sizes(value: str) -> list[int]:
     try:
         sizes = [int(part.replace("_", "").replace("k", "000").replace("M", "000000")) for part in value.split(",")]
@@ -172,7 +189,9 @@ def _sizes(value: str) -> list[int]:
 @click.option("--writes", default=20, show_default=True, help="Write-then-query cycles per size.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
               help="Directory the report (JSON and Markdown) is written to.")
-def scale(sizes: str, tenants: str, bound_mb: int, queries: int, writes: int, out_dir: Path) -> None:
+@SETTING_OPTION
+def scale(sizes: str, tenants: str, bound_mb: int, queries: int, writes: int, out_dir: Path,
+          settings: tuple[str, ...]) -> None:
     """The local backend at scale: ingest, first query, warm queries, write-then-query, RSS, tenants."""
     from benchmarks.scale import run
     pair = None
@@ -182,7 +201,7 @@ def scale(sizes: str, tenants: str, bound_mb: int, queries: int, writes: int, ou
         except ValueError:
             raise click.BadParameter("TxM, e.g. 1000x500", param_hint="--tenants") from None
         pair = (count, each)
-    run(_sizes(sizes), pair, bound_mb, queries, writes, out_dir / "scale.json")
+    run(_sizes(sizes), pair, bound_mb, queries, writes, out_dir / "scale.json", _setting_env(settings))
 
 
 @bench.command()
@@ -260,8 +279,9 @@ def footprint(jobs: int) -> None:
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="ferret worker processes.")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
               help="Directory for agents.json.")
+@SETTING_OPTION
 def agents(data_path: Path, agents: int, turns: int, periods: str, arrivals: str, think: float, history: int,
-           workers: int, out_dir: Path) -> None:
+           workers: int, out_dir: Path, settings: tuple[str, ...]) -> None:
     """Agents playing LoCoMo conversations: write a turn, prefetch, think, read context_for (AsyncClient)."""
     from benchmarks.agents import run
     from benchmarks.common import write_json
@@ -275,7 +295,8 @@ def agents(data_path: Path, agents: int, turns: int, periods: str, arrivals: str
         raise click.BadParameter("positive seconds, e.g. 2,1,0.5", param_hint="--periods")
     if not arrival_values or set(arrival_values) - {"spread", "lockstep"}:
         raise click.BadParameter("spread, lockstep or both", param_hint="--arrivals")
-    rows = run(data_path, agents, turns, period_values, arrival_values, think, history, workers)
+    rows = run(data_path, agents, turns, period_values, arrival_values, think, history, workers,
+               _setting_env(settings))
     for row in rows:
         click.echo(f"{row['arrival']:>8} every {row['period_s']:g} s: ready {row['ready_rate']:.3f}, "
                    f"fresh {row['fresh_rate']} of {row['fresh_checked']}, superseded {row['superseded']}, "
