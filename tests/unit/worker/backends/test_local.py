@@ -281,3 +281,20 @@ def test_hits_come_from_memories_the_worker_holds_until_a_change_names_them(clie
     store.upsert([Memory(id="m3", content_title="bitcoin after the clear")])
     assert [h.memory.content_title for h in backends.for_namespace("ns").search("bitcoin", 10, NONE)] == [
         "bitcoin after the clear"]
+
+
+def test_a_writer_closed_to_stay_within_bounds_commits_its_staged_writes_first(client, tmp_path):
+    backends = _backends(client, tmp_path)
+    stores = [MemoryStore(client, f"ns{i}") for i in range(6)]
+    for store in stores:
+        store.upsert([Memory(id="a", content_title="bitcoin")])
+        backends.for_namespace(store.namespace)
+    for store in stores:  # six namespaces with staged writes: only four writers stay open
+        store.upsert([Memory(id="b", content_title="bitcoin zebra")])
+        assert backends.for_namespace(store.namespace).readiness.staged == 1
+    for store in stores:
+        assert "b" in _ids(backends.for_namespace(store.namespace), "zebra")
+    backends.after_job()
+    backends.registry.fold_due(everything=True)
+    for store in stores:
+        assert "b" in _ids(backends.for_namespace(store.namespace), "zebra")
