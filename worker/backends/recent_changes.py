@@ -2,11 +2,12 @@
 
 A tantivy commit (a new segment, its files, a new searcher) costs ~6-12 ms
 whatever its size; paying one per write on the job that follows was most of
-the cost of an agent's turn. So a write is staged instead: its documents go
-to tantivy's writer (buffered, uncommitted) and here, where the next query
-finds them, and a later commit folds a batch of them into the index
-(``MemoryIndex.fold``): near-real-time search, as Lucene's NRT readers and
-Elasticsearch's refresh interval do it.
+the cost of an agent's turn. So a write is staged instead, here, in plain
+Python (no tantivy writer is opened for it), where the next query finds it;
+a later commit folds a batch of staged writes into the index
+(``MemoryIndex.fold``: the deletes, the documents, one commit):
+near-real-time search, as Lucene's NRT readers and Elasticsearch's refresh
+interval do it.
 
 Scores stay comparable: a staged memory is scored with tantivy's own BM25
 (k1 1.2, b 0.75, its idf, and the document length as tantivy stores it,
@@ -61,6 +62,7 @@ def stored_length(length: int) -> int:
 
 @dataclass(frozen=True)
 class StagedDoc:
+    memory: Memory  # what the fold adds to the index
     id: str
     terms: Counter[str]
     length: int  # tokens, before quantization (the average uses the true total)
@@ -77,7 +79,7 @@ class StagedDoc:
 
         tokens = tokenize(memory.text)
         times = [parse_time(raw) for raw in (memory.temporal_event_time, memory.provenance_created_at)]
-        return cls(memory.id, Counter(tokens), len(tokens), memory.type or None, memory.subtype or None,
+        return cls(memory, memory.id, Counter(tokens), len(tokens), memory.type or None, memory.subtype or None,
                    (memory.state_lifecycle or "").upper(), frozenset(memory.cluster_ids or ()),
                    *(micros(moment) if moment is not None else None for moment in times))
 

@@ -21,6 +21,7 @@ import dataclasses
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,10 +30,11 @@ import tantivy
 
 from ferret.records import Filters, Memory, TimeRange
 from worker.backends.filtering import parse_time
-from worker.backends.recent_changes import K1, B, RecentChanges, Statistics
+from worker.backends.recent_changes import RecentChanges, Statistics
 from worker.backends.tokens import tokenize
 
 WRITER_HEAP_BYTES = 15_000_000  # tantivy's smallest writer budget
+RESCORE_MAX_DF = 2_000
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 
@@ -166,19 +168,24 @@ class MemoryIndex:
         return changed
 
     def stage(self, upserts: Sequence[Memory] = (), deletes: Sequence[str] = (), clear: bool = False) -> int:
-        """A write searchable at once without a commit (``worker.backends.recent_changes``): the
-        documents go to the writer's buffer and to the staged changes; ``fold`` commits them."""
+        """A write searchable at once without a commit (``worker.backends.recent_changes``), held
+        in memory only (no writer is opened); ``fold`` commits what is staged."""
         if clear:
             self.recent.clear()
         self.recent.delete(list(deletes))
         self.recent.upsert(list(upserts))
-        return self.apply(upserts, deletes, clear, commit=False)
+        return len(deletes) + len(upserts)
 
     def fold(self) -> int:
-        """Commit the staged writes into the index; how many changes that was."""
-        staged = len(self.recent)
+        """Commit the staged writes into the index (the clear, the deletes and rewrites, the
+        documents: one commit), then close the writer; how many changes that was."""
+        recent = self.recent
+        staged = len(recent)
         if staged:
-            self.commit()
+            self.apply(upserts=[doc.memory for doc in recent.docs.values()],
+                       deletes=[memory_id for memory_id in recent.hidden if memory_id not in recent.docs],
+                       clear=recent.cleared)
+            self.release_writer()
         return staged
 
     def commit(self) -> None:
@@ -244,17 +251,38 @@ class MemoryIndex:
         statistics = recent.statistics(tokens, docs, average if docs else (
             sum(staged_lengths) / len(staged_lengths) if staged_lengths else 1.0),
             {t: int(self._searcher.doc_freq("tokens", t)) for t in set(tokens)})
-        touched = any(token in doc.terms for doc in recent.docs.values() for token in tokens)
+        corrections = self._idf_corrections(tokens, statistics, corpus[0] if corpus else 0)
         pairs = []
         for memory_id, score, address in found:
             if recent.hides(memory_id):
                 continue
-            if touched:  # its score as it will be once the staged documents are folded in
-                score = _rescored(self._text_query(tokens).explain(self._searcher, address).to_json(),
-                                  tokens, statistics)
+            for contributions, factor in corrections:  # as it will score once the staged documents are in
+                score += contributions.get((address.segment_ord, address.doc), 0.0) * factor
             pairs.append((memory_id, score))
         pairs += recent.search(tokens, statistics, filters)
         return self._scaled(pairs, sum(statistics.idf(t) for t in tokens), limit)
+
+    def _idf_corrections(self, tokens: list[str], statistics: Statistics,
+                         docs: int) -> list[tuple[dict[tuple[int, int], float], float]]:
+        """For each query term the staged documents contain (their document frequency moves), the
+        index's per-document score for that term and the factor that brings it to the idf it will
+        have once they are folded in: ``(idf after / idf now - 1) x times in the query``. A term in
+        more than ``RESCORE_MAX_DF`` documents is left as is (one more document barely moves it)."""
+        corrections = []
+        counts = Counter(tokens)
+        for token, times in counts.items():
+            if not any(token in doc.terms for doc in self.recent.docs.values()):
+                continue
+            df = int(self._searcher.doc_freq("tokens", token))
+            if df == 0 or df > RESCORE_MAX_DF or docs <= 0:
+                continue
+            now = math.log(1 + (docs - df + 0.5) / (df + 0.5))
+            if now <= 0:
+                continue
+            hits = self._searcher.search(_term("tokens", token), df, count=False).hits
+            contributions = {(address.segment_ord, address.doc): score for score, address in hits}
+            corrections.append((contributions, (statistics.idf(token) / now - 1) * times))
+        return corrections
 
     @staticmethod
     def _text_query(tokens: list[str]) -> tantivy.Query:
@@ -321,16 +349,3 @@ def _explained(explanation: str) -> _Explained:
 
     walk(json.loads(explanation))
     return found
-
-
-def _rescored(explanation: str, tokens: list[str], statistics: Statistics) -> float:
-    """A committed document's BM25 score over ``statistics`` (the corpus once the staged
-    documents are folded in), from its terms' frequencies and stored length."""
-    terms = _explained(explanation).terms
-    score = 0.0
-    for token in tokens:
-        if token in terms:
-            freq, length = terms[token]
-            norm = K1 * (1 - B + B * length / (statistics.average_length or 1.0))
-            score += statistics.idf(token) * (K1 + 1) * freq / (freq + norm)
-    return score

@@ -42,12 +42,16 @@ def test_a_staged_memory_ranks_and_scores_as_it_will_once_committed(query):
     assert len(staged.recent) == 1 and len(committed.recent) == 0
     before, after = _ranked(staged, query), _ranked(committed, query)
     assert [memory_id for memory_id, _ in before] == [memory_id for memory_id, _ in after]
-    # Where the staged memory matches, every score is rescored over the corpus as it will be: equal.
-    # Where it does not, the index's hits keep the index's own scores, off by one document in N
-    # (that moves the idf of a term in every document most: by 0.005 of the scale at most here).
+    # The staged memory scores exactly as it will. The index's hits get the idf their terms will
+    # have where the staged memory shares them; what is left (one more document in N and in the
+    # average length) moves them by 0.1% at most here, and a term in every document's idf by 0.005
+    # of the scale.
     touched = "new" in dict(after)
+    scores = dict(after)
+    if touched:
+        assert dict(before)["new"] == pytest.approx(scores["new"], rel=1e-5)
     for (_, mine), (_, theirs) in zip(before, after, strict=True):
-        assert mine == pytest.approx(theirs, rel=1e-4, abs=1e-6 if touched else 5e-3)
+        assert mine == pytest.approx(theirs, rel=1e-3, abs=1e-6 if touched else 5e-3)
     staged.fold()
     assert len(staged.recent) == 0 and _ranked(staged, query) == after
 
