@@ -517,9 +517,7 @@ class IndexRegistry:
                          key=lambda e: e.used, reverse=True)
         for entry in writing[MAX_OPEN_WRITERS:]:
             assert entry.index is not None
-            if len(entry.index.recent):  # staged writes live in the writer's buffer: commit them first
-                self._fold(entry)
-            entry.index.release_writer()
+            entry.index.release_writer()  # (staged writes are not in it: they stay searchable)
         bound = self.settings.index_memory_mb * 1024 * 1024
         total = self.total_bytes()
         evicted = 0

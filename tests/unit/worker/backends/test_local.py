@@ -283,7 +283,7 @@ def test_hits_come_from_memories_the_worker_holds_until_a_change_names_them(clie
         "bitcoin after the clear"]
 
 
-def test_a_writer_closed_to_stay_within_bounds_commits_its_staged_writes_first(client, tmp_path):
+def test_staged_writes_outlive_writers_closed_to_stay_within_bounds(client, tmp_path):
     backends = _backends(client, tmp_path)
     stores = [MemoryStore(client, f"ns{i}") for i in range(6)]
     for store in stores:
