@@ -411,16 +411,26 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
     # the collector's sweeps, which otherwise cost every job (measured ~7%).
     gc.collect()
     gc.freeze()
+    # RQ registers the worker before it installs its signal handlers: a SIGTERM in between would
+    # end the process unannounced. Until RQ's handlers replace these, a signal is noted as a stop
+    # request, which RQ's loop honours at its first turn (RQ's own handler would raise here,
+    # outside the loop that catches it).
+    def stop_early(signum: int, _frame: Any) -> None:
+        if getattr(worker, "ferret_stop_signal", None) is None:
+            worker.ferret_stop_signal = signum  # type: ignore[attr-defined]
+        worker._stop_requested = True
+
+    for stop_signal in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop_signal, stop_early)
     logger.info("Listening on %s at %s (worker %s, %s, pid %d)", ", ".join(q.name for q in worker.queues),
                 redacted(url_of(client)), worker.name, type(worker).__name__, os.getpid())
     reason = "stopped by an error (see above)"
-    # RQ registers the worker before it installs its signal handlers: a SIGTERM in between would
-    # end the process unannounced. Until RQ's handlers replace these, a signal asks for the same stop.
-    for stop_signal in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(stop_signal, worker.request_stop)  # type: ignore[attr-defined]
     try:
-        worked = bool(worker.work(burst=burst, logging_level=rq_log_level or log_level, with_scheduler=False,
-                                  max_jobs=max_jobs, max_idle_time=max_idle_time))
+        try:
+            worked = bool(worker.work(burst=burst, logging_level=rq_log_level or log_level, with_scheduler=False,
+                                      max_jobs=max_jobs, max_idle_time=max_idle_time))
+        except StopRequested:  # a signal after RQ's handlers, before its loop: a stop all the same
+            worked = False
         reason = stop_reason(worker, burst, max_jobs, max_idle_time)
         return worked
     finally:

@@ -67,3 +67,22 @@ def test_redis_stop_with_a_worker_connected_asks_for_force(embedded_env):
     finally:
         worker.terminate()
         worker.wait(timeout=30)
+
+
+@pytest.mark.parametrize("worker_class", ["simple", "fork"])
+def test_a_sigterm_while_the_worker_starts_is_a_warm_stop(worker_class, env):
+    """The signal comes as soon as the worker says it listens: while RQ registers it, before RQ's
+    own signal handlers are in place. It still stops warm and says why."""
+    starting = _worker(env, "--worker-class", worker_class, "--log-level", "INFO")
+    assert starting.stderr is not None
+    seen = []
+    for line in starting.stderr:
+        seen.append(line)
+        if "Listening on" in line:
+            starting.send_signal(signal.SIGTERM)
+            break
+    _, err = starting.communicate(timeout=60)
+    err = "".join(seen) + err
+    assert starting.returncode == 0, err
+    assert "stopped (SIGTERM: the job in hand, if any, finished first) after 0 job(s)" in err, err
+    assert "Traceback" not in err
