@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ferret.records import Filters, Memory
-from worker.backends.filtering import parse_time
+from worker.backends.filtering import matches
 from worker.backends.tokens import tokenize
 
 K1 = 1.2
@@ -62,49 +62,18 @@ def stored_length(length: int) -> int:
 
 @dataclass(frozen=True)
 class StagedDoc:
-    memory: Memory  # what the fold adds to the index
-    id: str
+    memory: Memory  # what the fold adds to the index, and what filters are checked on
     terms: Counter[str]
     length: int  # tokens, before quantization (the average uses the true total)
-    type: str | None
-    subtype: str | None
-    lifecycle: str
-    clusters: frozenset[str]
-    event_us: int | None
-    created_us: int | None
 
     @classmethod
     def of(cls, memory: Memory) -> StagedDoc:
-        from worker.backends.tantivy_index import micros  # one conversion for both
-
         tokens = tokenize(memory.text)
-        times = [parse_time(raw) for raw in (memory.temporal_event_time, memory.provenance_created_at)]
-        return cls(memory, memory.id, Counter(tokens), len(tokens), memory.type or None, memory.subtype or None,
-                   (memory.state_lifecycle or "").upper(), frozenset(memory.cluster_ids or ()),
-                   *(micros(moment) if moment is not None else None for moment in times))
+        return cls(memory, Counter(tokens), len(tokens))
 
-    def passes(self, filters: Filters | None) -> bool:
-        """``tantivy_index.filter_query``'s rules, on a staged document."""
-        if filters is None:
-            return True
-        if filters.type and self.type != filters.type:
-            return False
-        if filters.subtype and self.subtype != filters.subtype:
-            return False
-        if filters.lifecycle and self.lifecycle != filters.lifecycle.upper():
-            return False
-        if filters.cluster_ids and not self.clusters & set(filters.cluster_ids):
-            return False
-        if filters.time_range:
-            from worker.backends.tantivy_index import micros
-
-            low = micros(filters.time_range.start) if filters.time_range.start else -(2**63)
-            high = micros(filters.time_range.end) if filters.time_range.end else 2**63 - 1
-            fields = {"event": (self.event_us,), "ingestion": (self.created_us,)}.get(
-                filters.time_range.type, (self.event_us, self.created_us))
-            if not any(value is not None and low <= value <= high for value in fields):
-                return False
-        return True
+    @property
+    def id(self) -> str:
+        return self.memory.id
 
 
 @dataclass(frozen=True)
@@ -182,6 +151,6 @@ class RecentChanges:
                 if tf:
                     norm = K1 * (1 - B + B * stored_length(doc.length) / (statistics.average_length or 1.0))
                     score += statistics.idf(token) * (K1 + 1) * tf / (tf + norm)
-            if score > 0 and doc.passes(filters):
+            if score > 0 and (filters is None or matches(doc.memory, filters)):  # the one filter rule
                 found.append((doc.id, score))
         return found
