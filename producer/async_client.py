@@ -20,14 +20,13 @@ import redis
 import redis.asyncio as aredis
 
 from ferret.contract import RetrievalRequest, RetrievalResult
-from ferret.errors import RedisUnreachable
 from ferret.results import WAIT_SLICE_SECONDS
 from ferret.settings import Settings
 from ferret.steps import Step
 from ferret.steps_async import AsyncRedisClock, AsyncReplicaWait, AsyncSteps
 from producer.conversations import ConversationContext, ConversationRules
 from producer.done_hub import DoneHub
-from producer.rules import JobHandle, JobState, ProducerRules, check_owner, job_id_of
+from producer.rules import JobHandle, JobState, ProducerRules, RedisAway, check_owner, job_id_of
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -80,7 +79,7 @@ class AsyncProducer:
         watch = isinstance(job, JobHandle) and job.request is not None and check > 0
         loop = asyncio.get_running_loop()
         until = loop.time() + timeout
-        away_since: float | None = None
+        away = RedisAway(job_id)
         found: RetrievalResult | None = None
         async with self.hub.watch(job_id) as announced:
             while True:
@@ -95,21 +94,14 @@ class AsyncProducer:
                             if await self.run(self.rules.lost(job)):
                                 await self.run(self.rules.enqueue_again(job))
                 except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-                    if away_since is None:
-                        away_since = loop.time()
-                        logger.warning("Redis is out of reach while waiting for job %s (%s); still waiting",
-                                       job_id, exc)
+                    away.failed(exc)
                     await asyncio.sleep(min(1.0, max(0.0, until - loop.time())))
                 else:
-                    if away_since is not None:
-                        logger.warning("Redis answers again after %.1f s; waiting for job %s",
-                                       loop.time() - away_since, job_id)
-                        away_since = None
+                    away.answered()
                 if found is not None or until - loop.time() <= 0:
                     break
-        if found is None and away_since is not None:
-            raise RedisUnreachable(f"Redis was out of reach for the last {loop.time() - away_since:.0f} s "
-                                   f"of the {timeout:g} s waited for job {job_id}")
+        if found is None and (unreachable := away.unreachable(timeout)) is not None:
+            raise unreachable
         if found is None:
             raise await self.run(self.rules.timed_out(job, timeout))
         if isinstance(job, JobHandle):

@@ -16,7 +16,6 @@ import redis
 
 from ferret.clock import RedisClock
 from ferret.contract import RetrievalRequest, RetrievalResult
-from ferret.errors import RedisUnreachable
 from ferret.replication import ReplicaWait
 from ferret.results import ResultStore
 from ferret.settings import Settings
@@ -24,7 +23,7 @@ from ferret.steps import Step
 from ferret.steps_sync import SyncSteps
 from ferret.store_conn import store_client
 from producer.conversations import ConversationContext, ConversationRules
-from producer.rules import JobHandle, JobState, ProducerRules, check_owner, job_id_of
+from producer.rules import JobHandle, JobState, ProducerRules, RedisAway, check_owner, job_id_of
 from rq_wing.producer_side import RQQueues, workers_serving
 
 __all__ = ["JobHandle", "JobState", "Producer"]
@@ -93,7 +92,7 @@ class Producer:
         check = self.settings.redis.failover_check_seconds
         watch = isinstance(job, JobHandle) and job.request is not None and check > 0
         until = time.monotonic() + timeout
-        away_since: float | None = None
+        away = RedisAway(job_id)
         found: RetrievalResult | None = None
         while True:
             left = max(0.0, until - time.monotonic())
@@ -104,20 +103,14 @@ class Producer:
                     if self.run(self.rules.lost(job)):
                         self.run(self.rules.enqueue_again(job))
             except (redis.ConnectionError, redis.TimeoutError) as exc:
-                if away_since is None:
-                    away_since = time.monotonic()
-                    logger.warning("Redis is out of reach while waiting for job %s (%s); still waiting", job_id, exc)
+                away.failed(exc)
                 time.sleep(min(1.0, max(0.0, until - time.monotonic())))
             else:
-                if away_since is not None:
-                    logger.warning("Redis answers again after %.1f s; waiting for job %s",
-                                   time.monotonic() - away_since, job_id)
-                    away_since = None
+                away.answered()
             if found is not None or until - time.monotonic() <= 0:
                 break
-        if found is None and away_since is not None:
-            raise RedisUnreachable(f"Redis was out of reach for the last {time.monotonic() - away_since:.0f} s "
-                                   f"of the {timeout:g} s waited for job {job_id}")
+        if found is None and (unreachable := away.unreachable(timeout)) is not None:
+            raise unreachable
         if found is None:
             raise self.run(self.rules.timed_out(job, timeout))
         if isinstance(job, JobHandle):

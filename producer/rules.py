@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ from ferret import keys
 from ferret.cache import answer_fingerprint, cache_key, inflight_key
 from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
 from ferret.envelope import JobEnvelope
-from ferret.errors import ForeignResult, InvalidRequest, JobNotFound, ResultTimeout
+from ferret.errors import ForeignResult, InvalidRequest, JobNotFound, RedisUnreachable, ResultTimeout
 from ferret.job_ids import job_id_for
 from ferret.results import read_result, read_trace, result_exists
 from ferret.settings import Settings
@@ -88,6 +89,32 @@ def check_owner(found: RetrievalResult, job: JobHandle) -> None:
     if found.namespace != job.namespace or (job.request_id is not None and found.request_id != job.request_id):
         raise ForeignResult(job.job_id, f"names namespace {found.namespace[:64]!r} and request "
                                         f"{(found.request_id or '')[:64]!r}, not the ones asked for")
+
+
+class RedisAway:
+    """A wait's spells of Redis out of reach (both clients' ``wait``): said once when one starts and once
+    when it ends; still out of reach when the time is up, ``unreachable`` is the error to raise."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        self.since: float | None = None  # monotonic
+
+    def failed(self, exc: Exception) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+            logger.warning("Redis is out of reach while waiting for job %s (%s); still waiting", self.job_id, exc)
+
+    def answered(self) -> None:
+        if self.since is not None:
+            logger.warning("Redis answers again after %.1f s; waiting for job %s",
+                           time.monotonic() - self.since, self.job_id)
+            self.since = None
+
+    def unreachable(self, timeout: float) -> RedisUnreachable | None:
+        if self.since is None:
+            return None
+        return RedisUnreachable(f"Redis was out of reach for the last {time.monotonic() - self.since:.0f} s "
+                                f"of the {timeout:g} s waited for job {self.job_id}")
 
 
 class ProducerRules:
