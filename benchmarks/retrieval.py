@@ -26,6 +26,7 @@ from worker.pipeline.classify import classify
 from worker.pipeline.decompose import decompose
 from worker.pipeline.formatting import estimate_tokens, format_context
 from worker.pipeline.orchestrator import run_pipeline
+from worker.pipeline.sections import sections_for
 from worker.semantic.embedders import Embedder
 
 KS = (5, 10, 20)
@@ -48,7 +49,8 @@ def _single_shot(strip: bool, settings: PipelineSettings) -> System:
         hits: Sequence[Hit] = backend.search(text or query, settings.search_limit_per_query, NO_FILTERS)
         hits = hits[: settings.max_results]
         seconds = time.perf_counter() - start
-        return Answer(tuple(h.id for h in hits), estimate_tokens(format_context(hits, settings.max_context_tokens)),
+        return Answer(tuple(h.id for h in hits), estimate_tokens(format_context(hits, settings.max_context_tokens,
+                                                                            sections_for(settings.sections))),
                       seconds)
     return run
 

@@ -28,6 +28,8 @@ from pydantic_settings import (
 from pydantic_settings.sources.utils import parse_env_vars
 
 from ferret.errors import ConfigError
+from ferret.records import Section
+from ferret.section_words import DEFAULT_INTENT_WORDS, DEFAULT_KINDS
 
 ENV_PREFIX = "FERRET_"
 ENV_CONFIG_FILE = "FERRET_CONFIG"
@@ -82,6 +84,59 @@ class FusionSettings(_Strict):
         return {**DEFAULT_FUSION_WEIGHTS, **value}
 
 
+def _section_name(value: object) -> object:
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+class SectionSettings(_Strict):
+    """Memory sections (seed 003) for any domain (ferret/section_words.py has the shipped tables).
+
+    A memory's section: the one its backend gave (Nous's ``memory_section``), else its kind's in
+    ``kinds`` (its subtype without ``custom:``, else its type), else ``default``. A query's intents: the
+    sections whose ``intent_words`` it contains (whole words, any case); ``pipeline.intent_boost``
+    multiplies the scores of hits in those sections. Kinds given here are added to the shipped table
+    (a kind mapped anew wins); a section given in ``intent_words`` replaces that section's words."""
+
+    kinds: dict[str, Section] = DEFAULT_KINDS
+    default: Section = Section.KNOWLEDGE
+    intent_words: dict[Section, tuple[str, ...]] = DEFAULT_INTENT_WORDS
+
+    @field_validator("default", mode="before")
+    @classmethod
+    def _default_any_case(cls, value: object) -> object:
+        return _section_name(value)
+
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _kinds_any_case(cls, value: object) -> object:
+        if not isinstance(value, Mapping):
+            return value
+        return {str(kind).strip().lower().removeprefix("custom:"): _section_name(section)
+                for kind, section in value.items()}
+
+    @field_validator("kinds")
+    @classmethod
+    def _kinds_added(cls, value: dict[str, Section]) -> dict[str, Section]:
+        if any(not kind for kind in value):
+            raise ValueError("a kind is a subtype or type name, not empty")
+        return {**DEFAULT_KINDS, **value}
+
+    @field_validator("intent_words", mode="before")
+    @classmethod
+    def _words_any_case(cls, value: object) -> object:
+        if not isinstance(value, Mapping):
+            return value
+        return {_section_name(section): words for section, words in value.items()}
+
+    @field_validator("intent_words")
+    @classmethod
+    def _words_replace(cls, value: dict[Section, tuple[str, ...]]) -> dict[Section, tuple[str, ...]]:
+        for section, words in value.items():
+            if any(not word.strip() for word in words):
+                raise ValueError(f"{section.value}: an intent word is a word or phrase, not empty")
+        return {**DEFAULT_INTENT_WORDS, **{s: tuple(w.strip().lower() for w in ws) for s, ws in value.items()}}
+
+
 class PipelineSettings(_Strict):
     """Retrieval pipeline knobs (seed 000, deployed values)."""
 
@@ -112,6 +167,7 @@ class PipelineSettings(_Strict):
     )
     strip_timestamps: bool = True
     fusion: FusionSettings = FusionSettings()
+    sections: SectionSettings = SectionSettings()
 
 
 class NousSettings(_Strict):

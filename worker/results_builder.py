@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from ferret.contract import ResultItem, RetrievalResult
 from ferret.records import Hit
 from worker.pipeline.formatting import preview
-from worker.pipeline.sections import section_of
+from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 
 PREVIEW_CHARS = 300
 
 
-def result_items(hits: Sequence[Hit], sub_queries: Sequence[str]) -> list[ResultItem]:
+def result_items(hits: Sequence[Hit], sub_queries: Sequence[str],
+                 sections: SectionMap = DEFAULT_SECTIONS) -> list[ResultItem]:
     items = []
     for hit in hits:
         memory = hit.memory
@@ -21,7 +22,7 @@ def result_items(hits: Sequence[Hit], sub_queries: Sequence[str]) -> list[Result
             id=memory.id,
             score=round(hit.score, 6),
             original_score=round(hit.original_score, 6),
-            section=section_of(memory).value,
+            section=sections.of(memory).value,
             subtype=memory.subtype,
             sub_query=hit.sub_query,
             sub_query_text=sub_queries[hit.sub_query] if hit.sub_query < len(sub_queries) else None,

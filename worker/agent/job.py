@@ -28,6 +28,7 @@ from worker.pipeline.budget import Budget
 from worker.pipeline.complexity import Route
 from worker.pipeline.formatting import format_context
 from worker.pipeline.orchestrator import PipelineResult, run_pipeline
+from worker.pipeline.sections import sections_for
 
 AGENT_ROUTES = (Route.COMPLEX.value, Route.AMBIGUOUS.value)
 OUTCOMES = ("ok", "clarification", "deadline", "fallback")
@@ -78,5 +79,6 @@ def run_agent(settings: Settings, chat: ChatClient | None, request: RetrievalReq
     hits = tuple(h if h.id in outcome.seed_ids else replace(h, sub_query=h.sub_query + offset)
                  for h in outcome.hits)[:limit]
     sub_queries = (*fast.sub_queries, *outcome.searches)
-    return AgentAnswer(hits, sub_queries, format_context(hits, settings.pipeline.max_context_tokens),
+    return AgentAnswer(hits, sub_queries, format_context(hits, settings.pipeline.max_context_tokens,
+                                                                  sections_for(settings.pipeline.sections)),
                        outcome.outcome == "deadline", outcome.stats)

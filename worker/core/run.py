@@ -37,6 +37,7 @@ from worker.core.results import (
 from worker.pipeline.budget import Budget
 from worker.pipeline.orchestrator import run_pipeline
 from worker.pipeline.rerank import Reranking
+from worker.pipeline.sections import sections_for
 from worker.results_builder import fit_result, result_items
 
 logger = logging.getLogger(__name__)
@@ -130,7 +131,8 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
                             index_folded=readiness.folded or None)
     if key is not None:
         stats = stats.with_(cache_hit=False, stage_ms={"cache": looked_up_ms, **(stats.stage_ms or {})})
-    done = _Outcome(status, result_items(hits, sub_queries), context, stats=stats)
+    items = result_items(hits, sub_queries, sections_for(ctx.settings.pipeline.sections))
+    done = _Outcome(status, items, context, stats=stats)
     if key is not None and cacheable(status, stats):
         ttl = ctx.settings.cache.ttl_for(ctx.settings.backend.kind)
         done.cache = (key, cache_entry(done.results, done.context, stats), ttl)

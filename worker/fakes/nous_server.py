@@ -60,11 +60,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 
-from ferret.records import Filters, Memory
+from ferret.records import Filters, Memory, Section
+from ferret.section_words import TRADING_KINDS
 from worker.backends.filtering import matches
 from worker.backends.memory import InMemoryBackend
 from worker.fakes.loopback import LoopbackServer
-from worker.pipeline.sections import section_for_subtype
+from worker.pipeline.sections import subtype_label
 
 MAX_SCORED_LIMIT = 33
 DRIFT_PER_ACCESS = 0.0005  # score added per earlier search that returned the node
@@ -347,8 +348,14 @@ def stored_node(memory: Memory) -> dict[str, Any]:
     node.update(embedding_vector=None, embedding_model=None, temporal_event_confidence=None,
                 temporal_event_source=None, neural_stability=0.5, neural_retrievability=1, neural_difficulty=0.3,
                 neural_access_count=0, provenance_source="agent", layer="semantic", version=1,
-                memory_section=(memory.memory_section or section_for_subtype(memory.subtype)).value)
+                memory_section=_server_section(memory))
     return node
+
+
+def _server_section(memory: Memory) -> str:
+    """The server's own section: from the subtype by seed 003's trading table, else KNOWLEDGE (it knows
+    no other kinds)."""
+    return (memory.memory_section or TRADING_KINDS.get(subtype_label(memory.subtype), Section.KNOWLEDGE)).value
 
 
 def decayed_node(memory: Memory) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ferret.text import (
     QUESTION_WORDS,
     WORD,
 )
-from worker.pipeline.sections import classify_intent
+from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 
 
 class QueryType(enum.StrEnum):
@@ -216,7 +216,7 @@ def joins_entities(query: str, entities: tuple[str, ...]) -> bool:
     return found is not None and not found.group(0).endswith(("'s", "’s"))
 
 
-def classify(query: str) -> Classification:
+def classify(query: str, sections: SectionMap = DEFAULT_SECTIONS) -> Classification:
     """Classify a query. Pure, deterministic, no I/O."""
     entities = entities_of(query)
     found = [code for code, pattern in _DISQUALIFIERS.items() if pattern.search(query)]
@@ -230,6 +230,6 @@ def classify(query: str) -> Classification:
         entity=entities[0] if entities else None,
         attribute=_attribute(query, entities),
         entities=entities,
-        intents=classify_intent(query),
+        intents=sections.intents(query),
         keyword_matches=len(_COMPLEXITY_KEYWORDS.findall(query)),
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ferret.records import Hit, Memory
-from worker.pipeline.sections import section_of, subtype_label
+from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap, subtype_label
 
 CHARS_PER_TOKEN = 4
 _MIN_TAIL_CHARS = 40
@@ -26,10 +26,10 @@ def preview(memory: Memory) -> str:
     return memory.preview
 
 
-def format_line(hit: Hit) -> str:
+def format_line(hit: Hit, sections: SectionMap = DEFAULT_SECTIONS) -> str:
     memory = hit.memory
     label = subtype_label(memory.subtype) or memory.type
-    section = section_of(memory).value
+    section = sections.of(memory).value
     title = memory.content_title.strip() or "Untitled"
     date = (memory.temporal_event_time or memory.provenance_created_at or "")[:10]
     dated = f" ({date})" if date else ""
@@ -41,13 +41,13 @@ def _shorten(line: str, max_chars: int) -> str:
     return cut + "…"
 
 
-def format_context(hits: Sequence[Hit], max_tokens: int) -> str:
+def format_context(hits: Sequence[Hit], max_tokens: int, sections: SectionMap = DEFAULT_SECTIONS) -> str:
     """Format hits best first within the token budget."""
     budget = max_tokens * CHARS_PER_TOKEN
     lines: list[str] = []
     used = 0
     for hit in hits:
-        line = format_line(hit)
+        line = format_line(hit, sections)
         cost = len(line) + 1
         if used + cost <= budget:
             lines.append(line)

@@ -28,17 +28,18 @@ from dataclasses import replace
 from itertools import zip_longest
 
 from ferret.records import Hit, Section, SubQueryOutcome
-from worker.pipeline.sections import section_of
+from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 
 
-def apply_intent_boost(hits: Sequence[Hit], intents: Sequence[Section], boost: float) -> list[Hit]:
+def apply_intent_boost(hits: Sequence[Hit], intents: Sequence[Section], boost: float,
+                       sections: SectionMap = DEFAULT_SECTIONS) -> list[Hit]:
     """Multiply scores of hits in an intended section; never a filter."""
     if not intents or boost <= 1.0:
         return list(hits)
     wanted = set(intents)
     return [
         replace(h, score=h.original_score * boost, boosted=True)
-        if section_of(h.memory) in wanted else h
+        if sections.of(h.memory) in wanted else h
         for h in hits
     ]
 
@@ -47,9 +48,10 @@ def _rank(hits: Iterable[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
-def _kept(outcome: SubQueryOutcome, intents: Sequence[Section], boost: float, ratio: float) -> list[Hit]:
+def _kept(outcome: SubQueryOutcome, intents: Sequence[Section], boost: float, ratio: float,
+          sections: SectionMap) -> list[Hit]:
     """One sub-query's hits: boosted, ranked, cut at its top x ratio, tagged with it."""
-    ranked = _rank(apply_intent_boost(outcome.hits, intents, boost))
+    ranked = _rank(apply_intent_boost(outcome.hits, intents, boost, sections))
     if not ranked:
         return []
     cutoff = ranked[0].score * ratio
@@ -66,12 +68,14 @@ def merge_and_select(
     max_results: int,
     min_results: int = 0,
     good_score: float | None = None,
+    sections: SectionMap = DEFAULT_SECTIONS,
 ) -> tuple[Hit, ...]:
     """Merge sub-query outcomes into one cut, interleaved and capped list."""
-    selected = _interleave([_kept(o, intents, intent_boost, relevance_ratio) for o in outcomes])
+    selected = _interleave([_kept(o, intents, intent_boost, relevance_ratio, sections) for o in outcomes])
     if len(selected) < max_results:
         taken = {h.id for h in selected}
-        rest = [h for h in _interleave([_kept(o, intents, intent_boost, 0.0) for o in outcomes]) if h.id not in taken]
+        every = _interleave([_kept(o, intents, intent_boost, 0.0, sections) for o in outcomes])
+        rest = [h for h in every if h.id not in taken]
         refill = rest[: max(0, min_results - len(selected))]  # the cutoff may not starve the context
         selected += tuple(refill)
         if good_score is not None:  # asked for k: the good candidates the cutoff dropped come back

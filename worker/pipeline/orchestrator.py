@@ -45,6 +45,7 @@ from worker.pipeline.parallel import TimedOut, call_with_timeout, collect, run_p
 from worker.pipeline.replace import replace_weak
 from worker.pipeline.rerank import Reranking, blend
 from worker.pipeline.rewrite import rewrite
+from worker.pipeline.sections import sections_for
 from worker.pipeline.trivial import Prepared, prepare
 
 logger = logging.getLogger(__name__)
@@ -178,7 +179,7 @@ def _remote_classification(run: _Run, local: Classification) -> Classification:
 
 def _plan(run: _Run, use_remote_classifier: bool) -> _Plan:
     with run.tracer.span("classify") as span:
-        classification = classify(run.query)
+        classification = classify(run.query, sections_for(run.settings.sections))
         if use_remote_classifier:
             classification = _remote_classification(run, classification)
         span.set(disqualifiers=list(classification.disqualifiers),
@@ -400,7 +401,7 @@ def _rerank(run: _Run, hits: tuple[Hit, ...], plan: _Plan, requested: bool) -> t
 def _finish(run: _Run, hits: tuple[Hit, ...], sub_queries: tuple[str, ...]) -> PipelineResult:
     run.stats.backend_calls = [(op, outcome, round(seconds, 6)) for op, outcome, seconds in run.backend.settle()]
     with run.tracer.span("format", hits=len(hits)) as span:
-        context = format_context(hits, run.settings.max_context_tokens)
+        context = format_context(hits, run.settings.max_context_tokens, sections_for(run.settings.sections))
         run.stats.context_tokens = estimate_tokens(context)
     run.timed("format", span)
     return PipelineResult(hits=hits, context=context, stats=run.stats, partial=run.partial,
@@ -495,6 +496,7 @@ def _orchestrate(run: _Run, use_remote_classifier: bool, rerank: bool) -> Pipeli
             outcomes, intents=plan.classification.intents, intent_boost=settings.intent_boost,
             relevance_ratio=settings.relevance_ratio, max_results=settings.max_results,
             min_results=settings.min_results, good_score=settings.good_score,
+            sections=sections_for(settings.sections),
         )
         span.set(candidates=run.stats.candidates, selected=len(merged))
     run.timed("merge", span)

@@ -1,22 +1,18 @@
-"""Memory sections (seed 003): subtype to section, and query intent."""
+"""Memory sections (seed 003): a memory's section from its kind, and a query's intent.
+
+The tables come from ``pipeline.sections`` (ferret/section_words.py ships
+them); ``sections_for`` turns those settings into one ``SectionMap``, built
+once per settings object.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 
 from ferret.records import Memory, Section
-
-_SUBTYPE_SECTIONS: dict[str, Section] = {
-    **dict.fromkeys(
-        ("trade_entry", "trade_close", "trade_modify", "trade", "turn_summary",
-         "session_summary", "market_event"),
-        Section.EPISODIC,
-    ),
-    **dict.fromkeys(("signal", "watchpoint"), Section.SIGNALS),
-    **dict.fromkeys(("lesson", "thesis", "curiosity"), Section.KNOWLEDGE),
-    **dict.fromkeys(("playbook", "missed_opportunity", "good_pass"), Section.PROCEDURAL),
-}
+from ferret.settings import SectionSettings
 
 
 @lru_cache(maxsize=1024)
@@ -27,49 +23,58 @@ def subtype_label(subtype: str | None) -> str:
     return subtype.removeprefix("custom:")
 
 
-@lru_cache(maxsize=1024)
-def section_for_subtype(subtype: str | None) -> Section:
-    """Section of a subtype; anything unknown is KNOWLEDGE."""
-    return _SUBTYPE_SECTIONS.get(subtype_label(subtype), Section.KNOWLEDGE)
+def _pattern(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Whole words or phrases: "live" must not fire on "deliver", "rule" on "ruler"."""
+    if not words:
+        return None
+    return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)) + r")\b")
 
 
-def section_of(memory: Memory) -> Section:
-    """A memory's section: the one its backend gave (Nous's ``memory_section``), else its subtype's."""
-    return memory.memory_section or section_for_subtype(memory.subtype)
+class SectionMap:
+    """One settings' sections: ``of(memory)`` and ``intents(query)``."""
+
+    def __init__(self, kinds: Mapping[str, Section], default: Section,
+                 intent_words: Mapping[Section, tuple[str, ...]]) -> None:
+        self._kinds = {kind.lower(): section for kind, section in kinds.items()}
+        self._default = default
+        self._patterns = [(section, pattern) for section, words in intent_words.items()
+                          if (pattern := _pattern(tuple(w.lower() for w in words))) is not None]
+        self._by_kind: dict[tuple[str | None, str], Section | None] = {}
+
+    def of_kind(self, subtype: str | None, kind: str) -> Section | None:
+        """The table's section for a subtype (``custom:`` aside), else for a type; None when it names neither."""
+        key = (subtype, kind)
+        if key in self._by_kind:
+            return self._by_kind[key]
+        found = (self._kinds.get(subtype_label(subtype).lower()) if subtype else None) or self._kinds.get(kind.lower())
+        if len(self._by_kind) < 4096:
+            self._by_kind[key] = found
+        return found
+
+    def of(self, memory: Memory) -> Section:
+        """A memory's section: the table's for its kind; for a kind the table does not name, the one its
+        backend gave (Nous's ``memory_section``), else the default."""
+        return self.of_kind(memory.subtype, memory.type) or memory.memory_section or self._default
+
+    def intents(self, query: str) -> tuple[Section, ...]:
+        """Sections the query asks for, in the table's order; empty means no boost."""
+        lowered = query.lower()
+        return tuple(section for section, pattern in self._patterns if pattern.search(lowered))
 
 
-_INTENT_KEYWORDS: dict[Section, tuple[str, ...]] = {
-    Section.SIGNALS: (
-        "signal", "signals", "firing", "active signal", "what's happening",
-        "whats happening", "right now", "current", "live", "real-time", "realtime",
-        "alert", "anomaly", "anomalies", "scanner", "watchpoint", "watchpoints", "watching",
-    ),
-    Section.EPISODIC: (
-        "my trade", "my position", "my trades", "my positions", "last time", "when did i",
-        "when i", "trade history", "what happened", "my short", "my long", "entry", "exit",
-        "closed", "opened", "pnl", "profit", "loss", "drawdown", "session", "conversation",
-        "yesterday", "last week",
-    ),
-    Section.KNOWLEDGE: (
-        "lesson", "lessons", "learned", "learning", "principle", "principles",
-        "what do i know", "thesis", "theses", "theory", "pattern", "insight", "insights",
-        "wisdom", "rule", "why does", "why do", "how does", "how do", "understand", "explain",
-    ),
-    Section.PROCEDURAL: (
-        "playbook", "playbooks", "procedure", "process", "how do i trade", "my setup",
-        "my process", "steps for", "strategy for", "approach for", "when i see",
-        "my plan for", "template", "missed opportunity", "good pass",
-    ),
-}
-
-# Whole-word matching: "live" must not fire on "deliver", "rule" on "ruler".
-_INTENT_PATTERNS: dict[Section, re.Pattern[str]] = {
-    section: re.compile(r"\b(?:" + "|".join(re.escape(k) for k in sorted(words, key=len, reverse=True)) + r")\b")
-    for section, words in _INTENT_KEYWORDS.items()
-}
+_BUILT: dict[int, tuple[SectionSettings, SectionMap]] = {}
 
 
-def classify_intent(query: str) -> tuple[Section, ...]:
-    """Sections the query is about, in a fixed order; empty means no boost."""
-    lowered = query.lower()
-    return tuple(s for s, pattern in _INTENT_PATTERNS.items() if pattern.search(lowered))
+def sections_for(settings: SectionSettings) -> SectionMap:
+    """The map of these settings (built once per settings object)."""
+    built = _BUILT.get(id(settings))
+    if built is not None and built[0] is settings:
+        return built[1]
+    if len(_BUILT) >= 64:
+        _BUILT.clear()
+    section_map = SectionMap(settings.kinds, settings.default, settings.intent_words)
+    _BUILT[id(settings)] = (settings, section_map)
+    return section_map
+
+
+DEFAULT_SECTIONS = sections_for(SectionSettings())
