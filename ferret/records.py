@@ -206,6 +206,8 @@ class SubQueryOutcome:
     reformulation: str | None = None
     error: str | None = None
     timed_out: bool = False
+    widened: str | None = None  # it found nothing, then this one more try did: semantic | word_family
+    empty: bool = False  # its search (and the quality gate's retry) found nothing
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,10 @@ class JobStats(BaseModel):
     sub_queries: list[str] | None = None
     # The searches and what followed.
     retries: int | None = None
+    # Sub-queries (by index) whose search and retry found nothing, and how many of them one more try
+    # filled (the semantic retriever, else the words beginning with theirs): worker.pipeline.orchestrator.
+    empty_parts: list[int] | None = None
+    empty_parts_filled: int | None = None
     replacements_attempted: int | None = None
     replacements_successful: int | None = None
     sub_query_errors: int | None = None

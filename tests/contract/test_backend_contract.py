@@ -110,3 +110,17 @@ def test_node_fields_round_trip(backend):
     # Nous adds the node's memory_section (its own view of the section); every other field round-trips.
     assert hit.memory.model_copy(update={"memory_section": CORPUS[2].memory_section}) == expected
     assert hit.original_score == hit.score
+
+
+def test_the_word_family_finds_words_that_begin_with_the_query_s(backend):
+    """local and memory widen an empty search ("rever" begins "reverse"); Nous searches on its own terms."""
+    from worker.backends.base import widens
+
+    assert backend.search("rever", 5, NONE) == [] or backend.name == "nous"
+    if backend.name == "nous":
+        assert not widens(backend)
+        return
+    assert widens(backend)
+    hits = backend.widened("rever", 5, NONE)
+    assert [h.id for h in hits] == ["c"] and 0 < hits[0].score <= 1
+    assert backend.widened("rever", 5, Filters(subtype="custom:thesis")) == []

@@ -38,6 +38,15 @@ def retrievers_of(backend: Any) -> tuple[str, ...]:
     return tuple(getattr(backend, "retrievers", ("lexical",)))
 
 
+def widens(backend: Any) -> bool:
+    """True when ``backend`` can search a query's word family (``widened``) for a search that found nothing."""
+    return bool(getattr(backend, "widens", False))
+
+
+class WideningBackend(Protocol):
+    def widened(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]: ...
+
+
 class GraphBackend(Protocol):
     def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
                timeout: float | None = None) -> list[Hit]: ...

@@ -40,6 +40,7 @@ from worker.backends.filtering import matches
 from worker.backends.index_registry import IndexRegistry, Readiness, parse_memories
 from worker.backends.linking import linked_hits, neighbour_scores
 from worker.backends.tantivy_index import MemoryIndex
+from worker.backends.word_family import word_family_search
 from worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
 from worker.semantic.embedders import Embedder
 from worker.semantic.vectors import DimensionMismatch
@@ -110,6 +111,7 @@ class LocalBackend:
     """Search one namespace's index; built per job by ``LocalBackends``."""
 
     name = "local"
+    widens = True
     retrievers: tuple[str, ...] = ("lexical", "graph")  # graph: the co-retrieval weights; semantic with an embedder
 
     def __init__(self, client: redis.Redis, namespace: str, index: MemoryIndex, version: int,
@@ -152,6 +154,10 @@ class LocalBackend:
         memories = self._read([memory_id for memory_id, _ in pairs])
         return [Hit.of(memories[memory_id], score) for memory_id, score in pairs
                 if memory_id in memories and matches(memories[memory_id], filters)]
+
+    def widened(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        """The words that begin with the query's words (``word_family``): for a search that found nothing."""
+        return word_family_search(self._index, self._read, query, limit, filters)
 
     def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
                timeout: float | None = None) -> list[Hit]:

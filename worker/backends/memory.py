@@ -11,6 +11,7 @@ from ferret.records import Filters, Hit, Memory
 from worker.backends.filtering import matches
 from worker.backends.linking import linked_hits, neighbour_scores
 from worker.backends.tantivy_index import MemoryIndex
+from worker.backends.word_family import word_family_search
 from worker.semantic.embedders import Embedder
 from worker.semantic.vectors import VectorIndex
 
@@ -21,6 +22,7 @@ class Links(Protocol):
 
 class InMemoryBackend:
     name = "memory"
+    widens = True
 
     def __init__(self, memories: Iterable[Memory] = (), delay_seconds: float = 0.0,
                  links: Links | None = None, embedder: Embedder | None = None,
@@ -66,6 +68,10 @@ class InMemoryBackend:
             time.sleep(self.delay_seconds)
         return [Hit.of(self._memories[memory_id], score)
                 for memory_id, score in self._index.search(query, limit, filters)]
+
+    def widened(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        return word_family_search(self._index, lambda ids: {i: self._memories[i] for i in ids if i in self._memories},
+                                  query, limit, filters)
 
     def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
                timeout: float | None = None) -> list[Hit]:

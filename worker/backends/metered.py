@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from ferret.errors import BackendError
 from ferret.records import Filters, Hit
-from worker.backends.base import Backend, GraphBackend, SemanticBackend, retrievers_of
+from worker.backends.base import Backend, GraphBackend, SemanticBackend, WideningBackend, retrievers_of, widens
 
 T = TypeVar("T")
 
@@ -30,6 +30,7 @@ class MeteredBackend:
         self.inner = inner
         self.name = inner.name
         self.retrievers = retrievers_of(inner)
+        self.widens = widens(inner)
         self._notes: list[tuple[str, str, float]] = []  # (operation, outcome, seconds)
         self._running: dict[int, tuple[str, float]] = {}  # call number -> (operation, started)
         self._count = 0
@@ -79,6 +80,11 @@ class MeteredBackend:
         """The semantic retriever (only called when ``retrievers`` has ``semantic``)."""
         inner = cast(SemanticBackend, self.inner)
         return self._metered("similar", lambda: list(inner.similar(query, limit, filters, timeout=timeout)))
+
+    def widened(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        """The word-family search (only called when ``widens``)."""
+        inner = cast(WideningBackend, self.inner)
+        return self._metered("widened", lambda: list(inner.widened(query, limit, filters, timeout=timeout)))
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         call = self._start("classify")

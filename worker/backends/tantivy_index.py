@@ -29,7 +29,7 @@ from typing import Any
 import tantivy
 
 from ferret.records import Filters, Memory, TimeRange
-from worker.backends.filtering import parse_time
+from worker.backends.filtering import matches, parse_time
 from worker.backends.recent_changes import RecentChanges, Statistics
 from worker.backends.tokens import tokenize
 
@@ -237,7 +237,33 @@ class MemoryIndex:
     def search(self, query: str, limit: int, filters: Filters | None = None) -> list[tuple[str, float]]:
         """Top ``limit`` (id, score) pairs with score > 0 that pass ``filters``: the committed index's
         hits (those staged writes made stale left out) and the staged documents', on one scale."""
-        tokens = tokenize(query)
+        return self.search_tokens(tokenize(query), limit, filters)
+
+    def ids_beginning_with(self, stems: Sequence[str], limit: int, filters: Filters | None = None) -> list[str]:
+        """Up to ``limit`` memories holding a word that begins with one of ``stems`` (tokens as
+        ``tokenize`` makes them), in no particular order: committed ones (prefix term queries) and
+        staged ones."""
+        recent = self.recent
+        ids: dict[str, None] = {}
+        if stems and not recent.cleared and len(self):
+            prefixes = tantivy.Query.boolean_query([
+                (tantivy.Occur.Should, tantivy.Query.fuzzy_term_query(SCHEMA, "tokens", stem, distance=0,
+                                                                      prefix=True)) for stem in stems])
+            only = filter_query(filters) if filters is not None else None
+            if only is not None:
+                prefixes = tantivy.Query.boolean_query([(tantivy.Occur.Must, prefixes), (tantivy.Occur.Must, only)])
+            for _, address in self._searcher.search(prefixes, limit + len(recent.hidden), count=False).hits:
+                memory_id = self._searcher.doc(address)["id"][0]
+                if not recent.hides(memory_id):
+                    ids[memory_id] = None
+        for doc in recent.docs.values():
+            if any(term.startswith(stem) for term in doc.terms for stem in stems) and (
+                    filters is None or matches(doc.memory, filters)):
+                ids[doc.id] = None
+        return list(ids)[:limit]
+
+    def search_tokens(self, tokens: list[str], limit: int, filters: Filters | None = None) -> list[tuple[str, float]]:
+        """``search`` for tokens already made by ``tokenize``."""
         recent = self.recent
         if not tokens or limit <= 0 or (len(self) == 0 and not recent.docs):
             return []

@@ -25,7 +25,7 @@ import redis
 from ferret import keys
 from ferret.errors import BackendUnavailable
 from ferret.records import Filters, Hit
-from worker.backends.base import retrievers_of
+from worker.backends.base import retrievers_of, widens
 from worker.backends.change_log import as_text
 from worker.co_retrieval.groups import pairs
 
@@ -119,6 +119,7 @@ class AffinityBackend:
         self.inner = inner
         self.name = inner.name
         self.retrievers = retrievers_of(inner)
+        self.widens = widens(inner)
         self.affinity = affinity
         self.weight = weight
         self.seeds = seeds
@@ -135,6 +136,9 @@ class AffinityBackend:
 
     def similar(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
         return list(self.inner.similar(query, limit, filters, timeout))
+
+    def widened(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        return list(self.inner.widened(query, limit, filters, timeout))
 
     def classify(self, query: str, timeout: float | None = None) -> dict[str, Any] | None:
         result: dict[str, Any] | None = self.inner.classify(query, timeout)

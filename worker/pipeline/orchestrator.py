@@ -23,6 +23,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from ferret.contract import Turn
@@ -31,7 +32,7 @@ from ferret.records import NO_FILTERS, Filters, Hit, SubQueryOutcome
 from ferret.settings import PipelineSettings
 from ferret.text import lexical_form
 from ferret.tracing import NoopTracer, Tracer
-from worker.backends.base import Backend, retrievers_of
+from worker.backends.base import Backend, retrievers_of, widens
 from worker.backends.metered import MeteredBackend
 from worker.pipeline import quality_gate
 from worker.pipeline.budget import Budget
@@ -77,6 +78,8 @@ class PipelineStats:
     decomposition_strategy: str = "none"
     sub_queries: list[str] = field(default_factory=list)
     retries: int = 0
+    empty_parts: list[int] | None = None
+    empty_parts_filled: int | None = None
     replacements_attempted: int = 0
     replacements_successful: int = 0
     sub_query_errors: int = 0
@@ -296,10 +299,29 @@ def _search_one(run: _Run, index: int, query: str, plan: _Plan, parent: str | No
             extra = run.search(reformulation, plan.limit, run.filters.without_subtype(), NESTED_RESERVE_SECONDS)
             hits = list(quality_gate.merge_by_id(hits, extra))
             retried = True
+        empty, widened = not hits, None
+        if empty and budget.has(MIN_STAGE_SECONDS):
+            hits, widened = _widen(run, query, plan)
         span.set(hits=len(hits), top_score=max((h.score for h in hits), default=0.0), retried=retried,
-                 reformulation=run.text(reformulation) if retried else None)
+                 reformulation=run.text(reformulation) if retried else None, empty=empty, widened=widened)
     return SubQueryOutcome(index=index, query=query, hits=tuple(hits), retried=retried,
-                           reformulation=reformulation if retried else None)
+                           reformulation=reformulation if retried else None, widened=widened, empty=empty)
+
+
+def _widen(run: _Run, query: str, plan: _Plan) -> tuple[list[Hit], str | None]:
+    """One more try for a sub-query that found nothing: the semantic retriever when the backend has it
+    and the plan left it out, else the words that begin with the query's words (``word_family``)."""
+    timeout = run.budget.cap(run.settings.timeout_seconds)
+    tries: list[tuple[str, Callable[[], list[Hit]]]] = []
+    if SEMANTIC in retrievers_of(run.backend) and SEMANTIC not in plan.weights.run:
+        tries.append((SEMANTIC, lambda: run.backend.similar(query, plan.limit, run.filters, timeout=timeout)))
+    if widens(run.backend):
+        tries.append(("word_family", lambda: run.backend.widened(query, plan.limit, run.filters, timeout=timeout)))
+    for name, call in tries:
+        found = _extra(run, name, partial(run.bounded, call, NESTED_RESERVE_SECONDS))
+        if found:
+            return found, name
+    return [], None
 
 
 def _search(run: _Run, plan: _Plan) -> list[SubQueryOutcome]:
@@ -325,6 +347,10 @@ def _search(run: _Run, plan: _Plan) -> list[SubQueryOutcome]:
             outcomes.append(SubQueryOutcome(index, parts[index], (), error=str(slot)[:300]))
         run.stats.sub_query_errors = len(errors)
         run.stats.retries = sum(o.retried for o in outcomes)
+        empty = [o.index for o in outcomes if o.empty]
+        if empty:
+            run.stats.empty_parts = empty
+            run.stats.empty_parts_filled = sum(o.widened is not None for o in outcomes)
         span.set(errors=len(errors), timeouts=run.stats.sub_query_timeouts, retries=run.stats.retries)
     run.timed("search", span)
     if len(errors) + run.stats.sub_query_timeouts == len(parts):  # not one search answered

@@ -103,9 +103,9 @@ def test_a_configured_table_reaches_the_boost_the_context_and_the_result():
                                                          intent_words={"PROCEDURAL": ["cook"]}))
     plain = run_pipeline("cook risotto rice wine", InMemoryBackend(corpus), PipelineSettings())
     tuned = run_pipeline("cook risotto rice wine", InMemoryBackend(corpus), settings)
-    assert [h.id for h in plain.hits][0] == "note"                       # more words: first without the table
+    assert plain.hits[0].id == "note"                     # more words: first without the table
     assert tuned.stats.intents == ["PROCEDURAL"]
-    assert [h.id for h in tuned.hits][0] == "dish" and tuned.hits[0].boosted
+    assert tuned.hits[0].id == "dish" and tuned.hits[0].boosted
     assert "[dish · PROCEDURAL] Risotto for Anna" in tuned.context
     assert "[dish · KNOWLEDGE]" in plain.context
     items = result_items(tuned.hits, tuned.sub_queries, sections_for(settings.sections))
