@@ -309,11 +309,13 @@ def _search_one(run: _Run, index: int, query: str, plan: _Plan, parent: str | No
 
 
 def _widen(run: _Run, query: str, plan: _Plan) -> tuple[list[Hit], str | None]:
-    """One more try for a sub-query that found nothing: the semantic retriever when the backend has it
-    and the plan left it out, else the words that begin with the query's words (``word_family``)."""
+    """One more try for a sub-query that found nothing: the semantic retriever when it is on (the backend
+    has it, ``fusion.semantic_share`` > 0) and the plan left it out, else the words that begin with the
+    query's words (``word_family``)."""
     timeout = run.budget.cap(run.settings.timeout_seconds)
     tries: list[tuple[str, Callable[[], list[Hit]]]] = []
-    if SEMANTIC in retrievers_of(run.backend) and SEMANTIC not in plan.weights.run:
+    if SEMANTIC in retrievers_of(run.backend) and run.settings.fusion.semantic_share > 0 \
+            and SEMANTIC not in plan.weights.run:
         tries.append((SEMANTIC, lambda: run.backend.similar(query, plan.limit, run.filters, timeout=timeout)))
     if widens(run.backend):
         tries.append(("word_family", lambda: run.backend.widened(query, plan.limit, run.filters, timeout=timeout)))
