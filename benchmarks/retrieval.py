@@ -72,7 +72,7 @@ def fusion_variants(base: PipelineSettings, semantic: bool) -> dict[str, Pipelin
 
     def alone(text: float, graph: float, share: float) -> PipelineSettings:
         weights = dict.fromkeys(SEED_FUSION_WEIGHTS, (text, graph))
-        return base.model_copy(update={"fusion": fusion.model_copy(update={
+        return base.model_copy(update={"widen_empty_parts": False, "fusion": fusion.model_copy(update={
             "weights": weights, "semantic_share": share, "max_shift": 0.0, "seed_overrides": False,
             "semantic_on_parts": True})})
     rows = {"lexical_alone": alone(1.0, 0.0, 0.0), "graph_alone": alone(0.0, 1.0, 0.0)}
@@ -96,6 +96,7 @@ def systems(base: PipelineSettings, semantic: bool = False) -> dict[str, System]
         "no_retry": _pipeline(variant(max_retries=0)),
         "no_replacement": _pipeline(variant(max_replacements=0)),
         "no_intent_boost": _pipeline(variant(intent_boost=1.0)),
+        "no_widening": _pipeline(variant(widen_empty_parts=False)),
     }
 
 
@@ -169,20 +170,49 @@ def evaluate(dataset: Dataset, compounds: Sequence[CompoundQuery], base: Pipelin
     backends = {name: InMemoryBackend(memories, links=InMemoryAffinity(), embedder=embedder)
                 for name, memories in dataset.memories.items()}
     report: dict[str, Any] = {}
+    ferret: tuple[list[Answer], list[Answer]] | None = None
     for name, system in systems(base, embedder is not None).items():
         singles = [system(backends[q.conversation], q.text) for q in dataset.questions]
         progress(len(singles))
         multis = [system(backends[q.conversation], q.text) for q in compounds]
         progress(len(multis))
+        if name == "ferret":
+            ferret = (singles, multis)
+        changed = {} if ferret is None else {"top10_changed_vs_ferret": _changed(ferret[0], singles),
+                                              "top10_changed_vs_ferret_compound": _changed(ferret[1], multis)}
         report[name] = {"single": {**score_singles(singles, dataset.questions), **_common(singles)},
-                        "compound": {**score_compounds(multis, compounds), **_common(multis)}}
+                        "compound": {**score_compounds(multis, compounds), **_common(multis)}, **changed}
     if compounds and all(q.questions for q in compounds):
         oracle = [_oracle_split(backends[q.conversation], q, base.search_limit_per_query) for q in compounds]
         report["reference_perfect_split"] = {"compound": {**score_compounds(oracle, compounds), **_common(oracle)}}
     report["false_split"] = false_splits(dataset.questions, base.max_sub_queries)
+    report["sections"] = section_use(dataset, base)
     if embedder is not None:
         report["embedder"] = embedder.name
     return report
+
+
+def _changed(reference: Sequence[Answer], answers: Sequence[Answer]) -> int:
+    """Questions whose top 10 differs (ids or order) from the reference's."""
+    return sum(a.ids[:10] != b.ids[:10] for a, b in zip(reference, answers, strict=True))
+
+
+def section_use(dataset: Dataset, base: PipelineSettings) -> dict[str, Any]:
+    """What the intent boost has to work with: the questions that ask for a section and the memories'
+    sections (a boost that lifts every hit of a search alike reorders nothing within it)."""
+    sections = sections_for(base.sections)
+    asked: dict[str, int] = {}
+    for question in dataset.questions:
+        for section in sections.intents(question.text):
+            asked[section.value] = asked.get(section.value, 0) + 1
+    held: dict[str, int] = {}
+    for memories in dataset.memories.values():
+        for memory in memories:
+            name = sections.of(memory).value
+            held[name] = held.get(name, 0) + 1
+    with_intent = sum(1 for q in dataset.questions if sections.intents(q.text))
+    return {"questions_with_intent": with_intent, "of": len(dataset.questions), "asked": asked,
+            "memories_by_section": held}
 
 
 def false_splits(questions: Sequence[Question], max_parts: int) -> dict[str, Any]:
@@ -192,10 +222,16 @@ def false_splits(questions: Sequence[Question], max_parts: int) -> dict[str, Any
             "examples": split[:10]}
 
 
+def _differs(row: dict[str, Any]) -> str:
+    if "top10_changed_vs_ferret" not in row:
+        return ""
+    return f"{row['top10_changed_vs_ferret']} / {row['top10_changed_vs_ferret_compound']}"
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = ["| system | single R@5 | R@10 | R@20 | all@10 | compound both@5 | both@10 | both@20 | R@10 "
-             "| results | ctx tokens | ms (median) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| results | ctx tokens | ms (median) | top 10 differs from ferret (single / compound) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in report.items():
         if "single" not in row or "compound" not in row:
             continue
@@ -203,12 +239,12 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {name} | {s['recall@5']:.3f} | {s['recall@10']:.3f} | {s['recall@20']:.3f} | "
                      f"{s['all@10']:.3f} | {c['both@5']:.3f} | {c['both@10']:.3f} | {c['both@20']:.3f} | "
                      f"{c['recall@10']:.3f} | {s['mean_results']:.1f} | {s['mean_context_tokens']:.0f} | "
-                     f"{s['median_ms']:.2f} |")
+                     f"{s['median_ms']:.2f} | {_differs(row)} |")
     oracle = report.get("reference_perfect_split")
     if oracle:
         c = oracle["compound"]
         lines.append(f"| reference: perfect split, interleaved | | | | | {c['both@5']:.3f} | {c['both@10']:.3f} | "
-                     f"{c['both@20']:.3f} | {c['recall@10']:.3f} | | | |")
+                     f"{c['both@20']:.3f} | {c['recall@10']:.3f} | | | | |")
     if report.get("embedder"):
         lines += ["", f"embeddings: {report['embedder']}; each text is embedded once, by the first system that asks "
                       "(ferret's times include its queries' embeddings, the later rows' mostly do not)"]
@@ -223,6 +259,12 @@ def markdown(report: dict[str, Any]) -> str:
                 if part:
                     lines.append(f"| {name} | {size} | {part['n']:.0f} | {part['all@5']:.3f} | {part['all@10']:.3f} | "
                                  f"{part['all@20']:.3f} | {part['both@10']:.3f} |")
+    used = report.get("sections")
+    if used:
+        asked = ", ".join(f"{name} {count}" for name, count in sorted(used["asked"].items())) or "none"
+        held = ", ".join(f"{name} {count}" for name, count in sorted(used["memories_by_section"].items()))
+        lines += ["", f"sections: {used['questions_with_intent']} of {used['of']} single questions ask for a "
+                      f"section ({asked}); the memories' sections: {held}"]
     false = report.get("false_split")
     if false:
         lines += ["", f"false splits: {false['split']} of {false['of']} single questions would be decomposed "

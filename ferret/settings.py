@@ -150,6 +150,9 @@ class PipelineSettings(_Strict):
     good_score: float | None = Field(0.1, ge=0, le=1)
     max_sub_queries: int = Field(4, ge=1, le=10)
     max_retries: int = Field(1, ge=0, le=3)
+    # A sub-query whose search and retry found nothing gets one more try: the semantic retriever when it is
+    # on, else the words that begin with its words ("fly" -> "flights").
+    widen_empty_parts: bool = True
     timeout_seconds: float = Field(3.0, gt=0, le=600)
     search_limit_per_query: int = Field(25, ge=1, le=500)
     replacement_floor: float = Field(0.25, ge=0, le=1)

@@ -300,7 +300,7 @@ def _search_one(run: _Run, index: int, query: str, plan: _Plan, parent: str | No
             hits = list(quality_gate.merge_by_id(hits, extra))
             retried = True
         empty, widened = not hits, None
-        if empty and budget.has(MIN_STAGE_SECONDS):
+        if empty and settings.widen_empty_parts and budget.has(MIN_STAGE_SECONDS):
             hits, widened = _widen(run, query, plan)
         span.set(hits=len(hits), top_score=max((h.score for h in hits), default=0.0), retried=retried,
                  reformulation=run.text(reformulation) if retried else None, empty=empty, widened=widened)
