@@ -1,7 +1,8 @@
 """``ferret demo``: the whole service on embedded defaults, then gone.
 
-Starts a private redis-server, loads the sample trading-memory corpus that
-ships with Ferret, starts two workers, sends a mix of prefetch and batch
+Starts a private redis-server, loads a sample corpus that ships with Ferret
+(a trading agent's memories, or with ``--sample everyday`` 30 cooking and
+travel notes), starts two workers, sends a mix of prefetch and batch
 jobs (simple and compound), prints what came back, and stops everything it
 started.
 """
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from producer.client import JobHandle, Producer
 
 NAMESPACE = "demo"
-JOBS = (
+TRADING_JOBS = (
     ("prefetch", "What's my BTC thesis and how did my last SOL trade go?"),
     ("prefetch", "what signals are firing right now?"),
     ("prefetch", "BTC and SOL analysis"),
@@ -38,6 +39,20 @@ JOBS = (
     ("batch", "risk limits for open positions"),
     ("batch", "What's the plan for tomorrow's coffee with Anna about ETH?"),
 )
+EVERYDAY_JOBS = (
+    ("prefetch", "When do I fly and what class did I book?"),
+    ("prefetch", "What wine does Anna prefer?"),
+    ("prefetch", "How do I make the risotto?"),
+    ("prefetch", "What do I need to do before the Rome trip?"),
+    ("prefetch", "Anything vegetarian I can cook for Marco? Also, is Anna allergic to anything?"),
+    ("batch", "What happened at Anna's dinner party?"),
+    ("batch", "Quelle est la recette de la focaccia ?"),
+    ("batch", "¿Qué receta de paella tengo?"),
+    ("batch", "Why did the focaccia burn?"),
+    ("batch", "Porto and Rome restaurants"),
+)
+SAMPLES = {"trading": ("sample_memories.jsonl", "sample trading memories", TRADING_JOBS),
+           "everyday": ("everyday_memories.jsonl", "cooking and travel notes", EVERYDAY_JOBS)}
 
 
 def _free_port() -> int:
@@ -91,8 +106,11 @@ def _stop(workers: list[subprocess.Popen[bytes]]) -> None:
 
 @click.command()
 @click.option("--workers", default=2, show_default=True, help="Worker processes to start.")
+@click.option("--sample", type=click.Choice(sorted(SAMPLES)), default="trading", show_default=True,
+              help="The corpus: a trading agent's memories (seed 003's example), or 30 cooking and travel notes "
+                   "(events, recipes, preferences, facts, reminders, procedures).")
 @click.pass_context
-def demo(ctx: click.Context, workers: int) -> None:
+def demo(ctx: click.Context, workers: int, sample: str) -> None:
     """Run the whole service on embedded defaults and show what it does."""
     from ferret.embedded_redis import EmbeddedRedis
     from ferret.ingest import parse_memory_lines
@@ -101,7 +119,8 @@ def demo(ctx: click.Context, workers: int) -> None:
     from worker.backends.local import MemoryStore
 
     settings = settings_of(ctx)
-    corpus = resources.files("ferret.data").joinpath("sample_memories.jsonl").read_text()
+    corpus_file, corpus_name, jobs = SAMPLES[sample]
+    corpus = resources.files("ferret.data").joinpath(corpus_file).read_text()
     with tempfile.TemporaryDirectory(prefix="ferret-demo-") as home:
         server = EmbeddedRedis(home).start()
         processes: list[subprocess.Popen[bytes]] = []
@@ -109,18 +128,18 @@ def demo(ctx: click.Context, workers: int) -> None:
             client = client_for(server.url)
             memories, _ = parse_memory_lines(corpus.splitlines())
             MemoryStore(client, NAMESPACE).upsert(memories)
-            click.echo(f"redis: embedded at {server.url}; loaded {len(memories)} sample memories")
+            click.echo(f"redis: embedded at {server.url}; loaded {len(memories)} {corpus_name}")
             ports = [_free_port() for _ in range(workers)]
             processes = _start_workers(server.url, ports)
             _await_workers(client, workers)
             producer = Producer(client, settings)
             started = time.monotonic()
             handles = [producer.enqueue({"query": q, "namespace": NAMESPACE, "queue": queue})
-                       for queue, q in JOBS]
+                       for queue, q in jobs]
             click.echo(f"sent {len(handles)} jobs to {workers} workers\n")
             results = [_answer(producer, h) for h in handles]
             elapsed = time.monotonic() - started
-            _show(producer, JOBS, results, elapsed)
+            _show(producer, jobs, results, elapsed)
             time.sleep(0.2)  # workers record metrics right after writing each result
             _show_metrics(ports, [r for r in results if r is not None])
         finally:

@@ -76,6 +76,10 @@ def stats_block(result: RetrievalResult) -> Table:
                  f"{','.join(s.disqualifiers or []) or '-'}  intents: {','.join(s.intents or []) or '-'}")
     grid.add_row("decomposed", f"{s.was_decomposed} ({s.decomposition_strategy})  sub-queries: "
                  f"{visible(' | '.join(s.sub_queries or []))}")
+    if s.empty_parts:
+        grid.add_row("empty parts", f"{','.join(str(i) for i in s.empty_parts)} found nothing; "
+                     f"{s.empty_parts_filled or 0} answered by one more try (semantic, else words that begin "
+                     "with theirs)")
     grid.add_row("retries", f"{s.retries}  replacements: {s.replacements_successful}/{s.replacements_attempted}"
                  f"  cache hit: {bool(s.cache_hit)}  re-rank: {s.rerank or 'off'}  context tokens: {s.context_tokens}")
     grid.add_row("stage ms", "  ".join(f"{k} {v:.2f}" for k, v in (s.stage_ms or {}).items()))
