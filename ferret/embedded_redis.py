@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from ferret.errors import ConfigError
 from ferret.pids import pid_alive
@@ -171,11 +173,20 @@ class SharedRedis:
             os.kill(keeper_pid, signal.SIGTERM)  # the keeper saves and shuts the server down
         else:  # started some other way: ask the server itself
             with suppress(redis.RedisError):
-                redis.Redis(unix_socket_path=str(self.socket), socket_timeout=_STOP_TIMEOUT_SECONDS).shutdown(save=True)
+                shut_down_saving(redis.Redis(unix_socket_path=str(self.socket), socket_timeout=_STOP_TIMEOUT_SECONDS,
+                                             retry=Retry(NoBackoff(), 0)))
         deadline = time.monotonic() + _STOP_TIMEOUT_SECONDS
         while time.monotonic() < deadline and (self.running() or keeper_alive()):
             time.sleep(0.05)
         return True
+
+
+def shut_down_saving(client: redis.Redis) -> None:
+    """SHUTDOWN SAVE on a client made with no retries: the server closing the connection is the success
+    case, and redis-py's default retries would reconnect to a socket that is gone, with backoff (~5 s)."""
+    with suppress(redis.RedisError):
+        client.shutdown(save=True)
+    client.close()
 
 
 def _number(value: object) -> float | None:
@@ -240,7 +251,7 @@ class EmbeddedRedis:
             return
         if self.process.poll() is None:
             with suppress(redis.RedisError):
-                redis.Redis.from_url(self.url, socket_timeout=2).shutdown(save=True)
+                shut_down_saving(redis.Redis.from_url(self.url, socket_timeout=2, retry=Retry(NoBackoff(), 0)))
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -20,4 +20,14 @@ def pid_alive(pid: int, reap_own_child: bool = False) -> bool:
         with suppress(ChildProcessError):
             if os.waitpid(pid, os.WNOHANG)[0] == pid:
                 return False
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """An exited process its parent has not reaped yet (Linux's /proc; elsewhere: not known, False).
+    Someone else's child that exited stays a zombie until its parent (often init) reaps it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False

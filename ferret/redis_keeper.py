@@ -18,11 +18,12 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import suppress
 from pathlib import Path
 from types import FrameType
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 KEEPER_NAME = "ferret-keeper"
 STATE_FILE = "keeper.json"
@@ -54,6 +55,12 @@ class Keeper:
     def _on_term(self, _signum: int, _frame: FrameType | None) -> None:
         self.stopping = True
 
+    def _nap(self) -> None:
+        """One poll interval, cut short by a stop request (a signal does not end ``time.sleep``)."""
+        deadline = time.monotonic() + _POLL_SECONDS
+        while not self.stopping and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def run(self, binary: str) -> int:
         from ferret.embedded_redis import wait_until_answering
 
@@ -80,7 +87,7 @@ class Keeper:
             try:
                 info = client.info()
             except redis.RedisError:
-                time.sleep(_POLL_SECONDS)
+                self._nap()
                 continue
             others = int(info["connected_clients"]) - 1
             received = int(info["total_connections_received"])
@@ -95,12 +102,15 @@ class Keeper:
                 self._write_state(server, idle_since)
             if idle_since is not None and self.idle_seconds > 0 and now - idle_since >= self.idle_seconds:
                 return
-            time.sleep(_POLL_SECONDS)
+            self._nap()
 
     def _shut_down(self, client: redis.Redis, server: subprocess.Popen[bytes]) -> None:
+        from ferret.embedded_redis import shut_down_saving
+
+        client.close()
         if server.poll() is None:
-            with suppress(redis.RedisError):  # SHUTDOWN closes the connection: the success case too
-                client.shutdown(save=True)
+            shut_down_saving(redis.Redis(unix_socket_path=str(self.directory / SOCKET_FILE), socket_timeout=30,
+                                         retry=Retry(NoBackoff(), 0)))
             try:
                 server.wait(timeout=30)
             except subprocess.TimeoutExpired:

@@ -117,11 +117,13 @@ def _connected(socket: object) -> tuple[int, list[str]]:
     """How many clients besides this one are connected, and the workers' names."""
     import redis as redis_py
 
+    from ferret.redis_keeper import KEEPER_NAME
     from rq_wing.producer_side import worker_names
 
     client = redis_py.Redis(unix_socket_path=str(socket), socket_timeout=2)
     try:
-        return max(0, len(client.client_list()) - 1), worker_names(client)
+        others = [c for c in client.client_list() if c.get("name") != KEEPER_NAME]  # its own keeper is no client
+        return max(0, len(others) - 1), worker_names(client)
     except redis_py.RedisError:
         return 0, []
     finally:
