@@ -10,13 +10,12 @@ import time
 import pytest
 
 from ferret.contract import parse_request
-from ferret.errors import AgentFailed
 from ferret.settings import AgentSettings, Settings
 from ferret.tracing import SpanCollector
-from worker.agent.job import run_agent
+from worker.agent.job import agent_chat, run_agent
+from worker.agent.protocol import STOP
 from worker.backends.memory import InMemoryBackend
 from worker.fakes.agent_chat import ScriptedChat
-from worker.llm.chat import ChatClient
 from worker.pipeline.budget import Budget
 from worker.pipeline.orchestrator import run_pipeline
 
@@ -50,7 +49,7 @@ def _run(chat_server, sample_memories, deadline=20.0, query=QUERY, **agent):
     budget = Budget.of_seconds(deadline)
     tracer = SpanCollector()
     fast = run_pipeline(query, backend, settings.pipeline, budget=budget)
-    client = ChatClient(settings.agent, failure=AgentFailed, temperature=settings.agent.temperature)
+    client = agent_chat(settings.agent)
     answer = run_agent(settings, client, request, backend, fast, budget, tracer, True)
     return answer, fast, tracer
 
@@ -129,6 +128,37 @@ def test_malformed_arguments_are_repaired(chat, sample_memories):
     assert answer.stats["outcome"] == "ok" and [h.id for h in answer.hits] == ["m01"]
 
 
+def test_the_answer_ends_before_an_observation_the_model_would_invent(chat, sample_memories):
+    """The client sends stop sequences and the server (as a real one does) ends the answer there: the
+    invented observation and final answer never reach the loop, which searches and reflects instead."""
+    chat.script = [SEARCH_BTC + "\nOBSERVATION: found m99\nTHOUGHT: done\nACTION: final_answer\n"
+                                'ARGUMENTS: {"memory_ids": ["m99"]}', ENOUGH,
+                   _think("m01 answers it.", "final_answer", '{"memory_ids": ["m01"]}')]
+    answer, _, _ = _run(chat, sample_memories)
+    assert chat.requests[0]["stop"] == list(STOP)
+    assert answer.stats["outcome"] == "ok" and answer.stats["steps"] == 1 and answer.stats["llm_calls"] == 3
+    assert [h.id for h in answer.hits] == ["m01"] and answer.stats["parse_repairs"] == 0
+
+
+def test_a_repeated_action_is_not_run_again_and_answers_with_what_was_found(chat, sample_memories):
+    chat.script = [SEARCH_BTC, CONTINUE, _think("Search again.", "search_memory", '{"query": "btc THESIS"}')]
+    answer, fast, tracer = _run(chat, sample_memories)
+    stats = answer.stats
+    assert stats["outcome"] == "ok" and stats["steps"] == 2 and stats["llm_calls"] == 3  # no conclusion call
+    assert stats["repeated_action"].startswith("search_memory(") and stats["chosen"] == "all_found"
+    assert answer.sub_queries.count("BTC thesis") == 1  # searched once
+    assert "m01" in {h.id for h in answer.hits} and {h.id for h in fast.hits} <= {h.id for h in answer.hits}
+    assert [s.attributes.get("repeated") for s in tracer.spans if s.name == "agent.step"] == [None, True]
+
+
+def test_repairs_are_counted_per_run(chat, sample_memories):
+    chat.script = ['THOUGHT: search\nACTION: search_memory("BTC thesis")', ENOUGH,
+                   "THOUGHT: ok\nACTION: final_answer\nARGUMENTS: memory_ids=m01"]
+    answer, _, _ = _run(chat, sample_memories)
+    assert answer.stats["outcome"] == "ok" and [h.id for h in answer.hits] == ["m01"]
+    assert answer.sub_queries[-1] == "BTC thesis" and answer.stats["parse_repairs"] == 2
+
+
 def test_malformed_output_falls_back_to_the_fast_path(chat, sample_memories):
     chat.script = ["I think BTC is interesting.", "Really, BTC."]
     answer, fast, _ = _run(chat, sample_memories)
@@ -137,7 +167,7 @@ def test_malformed_output_falls_back_to_the_fast_path(chat, sample_memories):
 
 
 def test_a_slow_server_is_cut_at_the_deadline(chat, sample_memories):
-    chat.script = [SEARCH_BTC, CONTINUE, SEARCH_BTC]
+    chat.script = [SEARCH_BTC, CONTINUE, _think("more", "search_memory", '{"query": "SOL trade"}')]
     chat.delay = 0.4
     started = time.monotonic()
     answer, fast, _ = _run(chat, sample_memories, deadline=1.5)

@@ -16,12 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import httpx
+
 from ferret.contract import RetrievalRequest
 from ferret.errors import AgentFailed, BackendError
 from ferret.records import Filters, Hit
-from ferret.settings import Settings
+from ferret.settings import AgentSettings, Settings
 from ferret.tracing import Tracer
 from worker.agent.loop import AgentLoop, empty_stats
+from worker.agent.protocol import STOP
 from worker.backends.base import Backend
 from worker.llm.chat import ChatClient
 from worker.pipeline.budget import Budget
@@ -41,6 +44,12 @@ class AgentAnswer:
     context: str
     partial: bool
     stats: dict[str, Any]
+
+
+def agent_chat(settings: AgentSettings, transport: httpx.BaseTransport | None = None) -> ChatClient:
+    """The agent's chat client: its failures are ``AgentFailed``, and a step's answer ends before an
+    observation the model would invent (``protocol.STOP``)."""
+    return ChatClient(settings, transport, failure=AgentFailed, temperature=settings.temperature, stop=STOP)
 
 
 def agent_wanted(settings: Settings, request: RetrievalRequest, route: str | None) -> bool:

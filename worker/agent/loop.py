@@ -9,6 +9,11 @@ gathered) and REFLECT (an LLM call: can it be answered now?) -> a reflection
 that says ``ACTION: final_answer`` is binding: the loop ends through the
 conclusion call. After ``max_steps`` the conclusion is forced. Prompts
 carry the last two steps in full and only thought + action of older ones.
+A step that only repeats actions already taken (the same tool, the same
+arguments: small models loop) is not run again: the run answers with what
+the earlier steps found (``stats.repeated_action``), without another call.
+Every answer that needed repairing to be read adds to
+``stats.parse_repairs`` (``worker.agent.protocol``).
 
 Every LLM call gets at most ``agent.timeout_seconds`` and never more than
 the job's time left less ``agent.result_reserve_seconds``. Running out of
@@ -20,6 +25,7 @@ the job keeps the fast path's answer (``fallback``).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -42,7 +48,11 @@ Chat = Callable[[list[dict[str, str]], float], str]  # (messages, timeout) -> re
 def empty_stats(outcome: str) -> dict[str, Any]:
     """``stats.agent`` of a run that took no step: every field it always has."""
     return {"outcome": outcome, "steps": 0, "parallel_steps": 0, "backtracked": False, "reflection_concluded": False,
-            "forced_conclusion": False, "llm_calls": 0, "llm_ms": []}
+            "forced_conclusion": False, "llm_calls": 0, "llm_ms": [], "parse_repairs": 0}
+
+
+def _signature(action: ToolCall) -> str:
+    return action.name + json.dumps(action.arguments, sort_keys=True, ensure_ascii=False, default=str).lower()
 
 
 class _OutOfTime(Exception):
@@ -99,6 +109,7 @@ class AgentLoop:
         self.steps: list[_Step] = []
         self.gathered: dict[str, Hit] = {}
         self.searches: list[str] = []
+        self.taken: set[str] = set()  # every action run so far, as name + arguments
         self.tools = Tools(self._search_recorded(search), lambda: self.gathered, settings.preview_chars)
         self.stats: dict[str, Any] = empty_stats("ok")
 
@@ -179,6 +190,12 @@ class AgentLoop:
                 terminal = decision.actions[0] if decision.actions[0].name in TERMINAL else None
                 if terminal is not None:
                     return self._terminal(terminal)
+                signatures = [_signature(a) for a in decision.actions]
+                if all(s in self.taken for s in signatures):
+                    self.stats["repeated_action"] = decision.actions[0].describe()[:200]
+                    step_span.set(repeated=True)
+                    return self._final(ToolCall("final_answer", {}))
+                self.taken.update(signatures)
                 results = self._act(decision)
                 if all(r.dead_end for r in results) and not self.stats["backtracked"]:
                     self.stats["backtracked"] = True  # the step is not kept: its context is rolled back
@@ -201,12 +218,17 @@ class AgentLoop:
         self.stats["forced_conclusion"] = True
         return self._conclude(query)
 
+    def _decide(self, purpose: str, messages: list[dict[str, str]]) -> Decision:
+        decision = parse_decision(self._ask(purpose, messages))
+        self.stats["parse_repairs"] += len(decision.repairs)
+        return decision
+
     def _think(self, query: str, hint: str | None) -> Decision:
         messages = prompts.think(query, self._history(), self._gathered_text(), hint)
-        decision = parse_decision(self._ask("think", messages))
+        decision = self._decide("think", messages)
         if not decision.actions:  # once more, saying what was wrong; then it is malformed
             messages.append({"role": "user", "content": "Your answer had no ACTION. Answer in the format asked."})
-            decision = parse_decision(self._ask("think", messages))
+            decision = self._decide("think", messages)
             if not decision.actions:
                 raise AgentFailed("malformed", "the answer had no ACTION twice")
         return decision
@@ -246,8 +268,7 @@ class AgentLoop:
         return AgentOutcome("ok", chosen, tuple(self.searches))
 
     def _conclude(self, query: str) -> AgentOutcome:
-        decision = parse_decision(self._ask("conclude", prompts.conclude(query, self._history(),
-                                                                         self._gathered_text())))
+        decision = self._decide("conclude", prompts.conclude(query, self._history(), self._gathered_text()))
         final = next((a for a in decision.actions if a.name == "final_answer"), None)
         if final is None:
             raise AgentFailed("malformed", "the conclusion named no final_answer")

@@ -8,10 +8,24 @@ are not valid JSON are repaired (json-repair), else read as ``key: value`` /
 ``key=value`` pairs. A terminal action (``final_answer``,
 ``ask_clarification``) next to another keeps only the terminal one. A
 reflection concludes when it says ``ACTION: final_answer``.
+
+What small real models write (Qwen2.5-Coder-1.5B behind llama.cpp's
+server, issue 31) is repaired and counted in ``Decision.repairs``:
+- ``invented_steps``: the model kept writing past its action, an
+  observation of its own and a second THOUGHT/ACTION (the loop also sends
+  stop sequences, ``STOP``, which a server may ignore); everything from the
+  invented OBSERVATION or the second THOUGHT on is dropped;
+- ``arguments_in_action``: ``ACTION: search_memory("BTC thesis")`` or
+  ``search_memory(query="...")``: the parenthesis is the arguments when
+  there is no ARGUMENTS field; a bare parameter name there
+  (``search_memory(query)``) is a placeholder, not an argument;
+- ``arguments_repaired``: ARGUMENTS that were not JSON (json-repair, then
+  ``key: value`` pairs, then the text as the query).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -21,12 +35,21 @@ from json_repair import repair_json
 
 TERMINAL = ("final_answer", "ask_clarification")
 MAX_PARALLEL = 2
+# Where a step's answer ends: an OpenAI-compatible server stops before any of these (at most four). Not
+# THOUGHT: an answer that starts with a blank line would end before its first thought (the parser drops a
+# second THOUGHT instead).
+STOP = ("\nOBSERVATION", "\nObservation", "\nObs:")
+# The tools' parameter names: one of them alone in an action's parenthesis is a placeholder.
+PARAMETERS = frozenset({"query", "question", "filters", "ids", "entity", "a", "b", "memory_ids", "reason"})
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _THOUGHT = re.compile(r"THOUGHT\s*:\s*(.*?)(?=\n\s*ACTION(?:_\d)?\s*:|\Z)", re.DOTALL | re.IGNORECASE)
 _FIELD_END = r"(?=\n\s*(?:THOUGHT|ACTION(?:_\d)?|ARGUMENTS(?:_\d)?)\s*:|\Z)"
 _PAIR = re.compile(r"""["']?(\w+)["']?\s*[:=]\s*(?:"([^"]*)"|'([^']*)'|([^,\n}]+))""")
 _CONCLUDE = re.compile(r"ACTION\s*:\s*\**\s*final_answer", re.IGNORECASE)
+_FIRST_ACTION = re.compile(r"(?:^|\n)\s*\**ACTION(?:_\d)?\**\s*:", re.IGNORECASE)
+_INVENTED = re.compile(r"\n\s*\**(?:OBSERVATION|THOUGHT)\**\s*:", re.IGNORECASE)
+_CALL = re.compile(r"[`*\s]*([A-Za-z_]+)\s*\((.*)\)[`*\s]*$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -43,11 +66,19 @@ class ToolCall:
 class Decision:
     thought: str
     actions: tuple[ToolCall, ...]  # empty: the answer held no action
+    repairs: tuple[str, ...] = ()  # what had to be repaired to read it (see the module's docstring)
 
 
 def _field(text: str, name: str) -> str | None:
     match = re.search(rf"(?:^|\n)\s*\**{name}\**\s*:\s*(.*?){_FIELD_END}", text, re.DOTALL | re.IGNORECASE)
     return match.group(1).strip() if match else None
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def parse_arguments(raw: str | None) -> dict[str, Any]:
@@ -75,23 +106,84 @@ def _action_name(raw: str | None) -> str | None:
     return match.group(1).lower() if match else None
 
 
+def _literal_call(inside: str) -> dict[str, Any] | None:
+    """``query="x", filters={...}`` or ``"x"`` read as a Python call's literals (``ast.literal_eval``
+    evaluates nothing); None when it is not that."""
+    try:
+        call = ast.parse(f"f({inside})", mode="eval").body
+        assert isinstance(call, ast.Call)
+        arguments = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+        positional = [ast.literal_eval(a) for a in call.args]
+    except (SyntaxError, ValueError, TypeError, AssertionError, MemoryError, RecursionError):
+        return None
+    if len(positional) == 1 and isinstance(positional[0], dict) and not arguments:
+        return positional[0]
+    if len(positional) == 1 and isinstance(positional[0], str):
+        arguments.setdefault("query", positional[0])
+    elif positional:
+        return None
+    return arguments or None
+
+
+def _call_arguments(raw: str | None) -> str | None:
+    """The parenthesis of ``name(...)`` as arguments (JSON text); None when there is none or it only
+    names parameters (``search_memory(query)``, ``compare_entities(a, b)``)."""
+    match = _CALL.match(raw.splitlines()[0] if raw else "")
+    if not match:
+        return None
+    inside = match.group(2).strip()
+    if not inside or all(part.strip().lower() in PARAMETERS for part in inside.split(",")):
+        return None
+    literal = _literal_call(inside)
+    return json.dumps(literal) if literal is not None else inside
+
+
+def _action(text: str, suffix: str, repairs: list[str]) -> ToolCall | None:
+    raw = _field(text, f"ACTION{suffix}")
+    name = _action_name(raw)
+    if not name:
+        return None
+    given = _field(text, f"ARGUMENTS{suffix}")
+    if not given:
+        in_call = _call_arguments(raw)
+        if in_call is not None:
+            repairs.append("arguments_in_action")
+            given = in_call
+    elif not _is_json_object(given.strip().removeprefix("```json").removeprefix("```").removesuffix("```")):
+        repairs.append("arguments_repaired")
+    return ToolCall(name, parse_arguments(given))
+
+
+def _cut_invented(text: str, repairs: list[str]) -> str:
+    """Drop what follows the first action's block: an observation or a next THOUGHT the model wrote itself."""
+    first = _FIRST_ACTION.search(text)
+    if first is None:
+        return text
+    invented = _INVENTED.search(text, first.end())
+    if invented is None:
+        return text
+    repairs.append("invented_steps")
+    return text[: invented.start()]
+
+
 def parse_decision(answer: str) -> Decision:
-    text = _THINK_BLOCK.sub("", answer).strip()
+    repairs: list[str] = []
+    text = _cut_invented(_THINK_BLOCK.sub("", answer).strip(), repairs)
     thought_match = _THOUGHT.search(text)
     thought = thought_match.group(1).strip() if thought_match else ""
     actions: list[ToolCall] = []
     for number in range(1, MAX_PARALLEL + 1):
-        name = _action_name(_field(text, f"ACTION_{number}"))
-        if name:
-            actions.append(ToolCall(name, parse_arguments(_field(text, f"ARGUMENTS_{number}"))))
+        numbered = _action(text, f"_{number}", repairs)
+        if numbered is not None:
+            actions.append(numbered)
     if not actions:
-        name = _action_name(_field(text, "ACTION"))
-        if name:
-            actions.append(ToolCall(name, parse_arguments(_field(text, "ARGUMENTS"))))
+        single = _action(text, "", repairs)
+        if single is not None:
+            actions.append(single)
     terminal = [a for a in actions if a.name in TERMINAL]
     if terminal and len(actions) > 1:
         actions = terminal[:1]  # a terminal action ends the run: it is never run beside another
-    return Decision(thought, tuple(actions))
+    return Decision(thought, tuple(actions), tuple(dict.fromkeys(repairs)))
 
 
 def concludes(reflection: str) -> bool:

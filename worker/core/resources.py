@@ -12,11 +12,11 @@ import redis
 
 from ferret.cache import answer_fingerprint
 from ferret.clock import RedisClock
-from ferret.errors import AgentFailed
 from ferret.replication import ReplicaWait
 from ferret.results import ResultStore
 from ferret.settings import Settings
 from ferret.store_conn import store_client
+from worker.agent.job import agent_chat
 from worker.backends.factory import Backends, build_backends
 from worker.endpoint_health import EndpointHealth
 from worker.llm.chat import ChatClient, chat_endpoint
@@ -81,8 +81,8 @@ def build_resources(settings: Settings, client: redis.Redis, index_root: Path | 
         name=f"{socket.gethostname()}:{os.getpid()}",
         scorer=LLMScorer(settings.rerank, ChatClient(settings.rerank, health.transport(chat_endpoint(settings.rerank))))
         if settings.rerank.enabled else None,
-        agent_chat=ChatClient(settings.agent, health.transport(chat_endpoint(settings.agent)), failure=AgentFailed,
-                              temperature=settings.agent.temperature) if settings.agent.enabled else None,
+        agent_chat=agent_chat(settings.agent, health.transport(chat_endpoint(settings.agent)))
+        if settings.agent.enabled else None,
         fingerprint=answer_fingerprint(settings),
         index_root=getattr(backends, "index_root", None),
         clock=clock,

@@ -3,7 +3,9 @@ the agent loop: ``POST /v1/chat/completions`` answers each request with the
 next scripted reply (a string, or a function of the request's messages),
 shaped as a real chat completion. ``delay`` seconds before every answer
 (a slow model); past the script, the answer is prose with no action (what
-a confused model says). Requests are kept for the tests to read."""
+a confused model says). Like a real server, a reply ends before the first
+of the request's ``stop`` strings (``finish_reason`` still ``stop``).
+Requests are kept for the tests to read."""
 
 from __future__ import annotations
 
@@ -46,6 +48,9 @@ class ScriptedChat(LoopbackServer):
         if self.delay:
             time.sleep(self.delay)
         content = reply(body["messages"]) if callable(reply) else reply
+        stops = body.get("stop") or []
+        for stop in [stops] if isinstance(stops, str) else stops:
+            content = content.split(stop, 1)[0]
         self._json(handler, 200, {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", ""),

@@ -37,10 +37,12 @@ def chat_endpoint(settings: RerankSettings | AgentSettings) -> str:
 
 class ChatClient:
     def __init__(self, settings: RerankSettings | AgentSettings, transport: httpx.BaseTransport | None = None,
-                 failure: type[ChatFailed] = RerankFailed, temperature: float = 0.0) -> None:
+                 failure: type[ChatFailed] = RerankFailed, temperature: float = 0.0,
+                 stop: tuple[str, ...] = ()) -> None:
         self.settings = settings
         self.failure = failure
         self.temperature = temperature
+        self.stop = stop  # the answer ends before any of these (OpenAI's ``stop``, at most four)
         key = settings.api_key.get_secret_value() if settings.api_key else None
         self._client = httpx.Client(
             base_url=settings.base_url.rstrip("/") + "/",
@@ -53,8 +55,10 @@ class ChatClient:
         failure = self.failure
         if timeout <= 0:
             raise failure("timeout", "no time left for the chat call")
-        body = {"model": self.settings.model, "messages": messages, "temperature": self.temperature,
-                "max_tokens": self.settings.max_tokens, "stream": False}
+        body: dict[str, Any] = {"model": self.settings.model, "messages": messages, "temperature": self.temperature,
+                                "max_tokens": self.settings.max_tokens, "stream": False}
+        if self.stop:
+            body["stop"] = list(self.stop)
         limits = httpx.Timeout(timeout, connect=min(timeout, self.settings.connect_timeout_seconds))
         try:
             response = self._client.post("chat/completions", json=body, timeout=limits)
