@@ -162,9 +162,10 @@ def run(ctx: click.Context, query: str, namespace: str, history: tuple[str, ...]
 
 
 def _register() -> None:
-    from ferret_cli import batch, bench, demo, mcp_command, redis_admin, service
+    from ferret_cli import batch, bench, demo, llm_command, mcp_command, redis_admin, service
 
-    for command in (*service.COMMANDS, batch.batch, demo.demo, bench.bench, redis_admin.redis, mcp_command.mcp):
+    for command in (*service.COMMANDS, batch.batch, demo.demo, bench.bench, redis_admin.redis, mcp_command.mcp,
+                    llm_command.llm):
         cli.add_command(command)
 
 
