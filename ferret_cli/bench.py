@@ -312,3 +312,60 @@ def rq_version() -> str:
     from importlib.metadata import version
 
     return version("rq")
+
+
+@bench.command("llm")
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A LoCoMo-format JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")
+@click.option("--base-url", default=None,
+              help="The OpenAI-compatible endpoint of both stages (default: agent.base_url and rerank.base_url), "
+                   "e.g. http://127.0.0.1:8088/v1 from ferret llm serve.")
+@click.option("--model", default=None, help="The model name to ask for (default: agent.model and rerank.model).")
+@click.option("--rerank-questions", default=20, show_default=True, type=click.IntRange(0, 10_000),
+              help="Single questions for the re-rank comparison (a seeded sample).")
+@click.option("--agent-questions", default=10, show_default=True, type=click.IntRange(0, 10_000),
+              help="Questions for the agent comparison: half compound, half the COMPLEX-routed singles.")
+@click.option("--deadline", default=120.0, show_default=True, type=click.FloatRange(1, 3600),
+              help="Each agent job's deadline, seconds.")
+@click.option("--call-timeout", default=60.0, show_default=True, type=click.FloatRange(1, 600),
+              help="Each LLM call's timeout (agent.timeout_seconds, rerank.timeout_seconds), seconds.")
+@click.option("--seed", default=7, show_default=True, help="Seed of the samples.")
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
+              help="Directory the report (JSON and Markdown) is written to.")
+@click.pass_context
+def llm(ctx: click.Context, data_path: Path, base_url: str | None, model: str | None, rerank_questions: int,
+        agent_questions: int, deadline: float, call_timeout: float, seed: int, out_dir: Path) -> None:
+    """The LLM re-rank and the agent loop against a real model, paired with the stages off."""
+    from benchmarks import llm as llm_bench
+    from benchmarks.locomo import compound_queries, load
+    from worker.backends.memory import InMemoryBackend
+    from worker.pipeline.orchestrator import run_pipeline
+
+    settings = settings_of(ctx)
+    endpoint = {k: v for k, v in (("base_url", base_url), ("model", model)) if v}
+    settings = settings.model_copy(update={
+        "rerank": settings.rerank.model_copy(update={**endpoint, "enabled": True, "timeout_seconds": call_timeout}),
+        "agent": settings.agent.model_copy(update={**endpoint, "enabled": True, "timeout_seconds": call_timeout})})
+    dataset = load(data_path)
+    singles = llm_bench.sample(dataset.questions, rerank_questions, seed)
+    backends = {name: InMemoryBackend(memories) for name, memories in dataset.memories.items()}
+    complex_singles = [q for q in dataset.questions
+                       if run_pipeline(q.text, backends[q.conversation], settings.pipeline).stats.route == "COMPLEX"]
+    half = agent_questions // 2
+    compounds = llm_bench.sample(compound_queries(dataset.questions, 40, seed), agent_questions - min(
+        half, len(complex_singles)), seed)
+    jobs = [*llm_bench.sample(complex_singles, half, seed), *compounds]
+    with click.progressbar(length=len(singles) + len(jobs), label="questions", file=sys.stderr) as bar:
+        rerank = llm_bench.rerank_rows(dataset, singles, settings, bar.update)
+        agent = llm_bench.agent_rows(dataset, jobs, settings, deadline, bar.update)
+    summary = llm_bench.summarise(rerank, agent)
+    table = llm_bench.markdown(summary)
+    document = {"data": str(data_path), "base_url": settings.agent.base_url, "model": settings.agent.model,
+                "deadline_seconds": deadline, "call_timeout_seconds": call_timeout, "seed": seed,
+                "complex_singles_available": len(complex_singles), "summary": summary,
+                "rerank_rows": rerank, "agent_rows": agent}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "llm.json").write_text(json.dumps(document, indent=2))
+    (out_dir / "llm.md").write_text(table + "\n")
+    click.echo(table)
+    click.echo(f"wrote {out_dir / 'llm.json'} and {out_dir / 'llm.md'}")
