@@ -1,0 +1,70 @@
+"""The LLM stages against the real local model (marked ``real_llm``): whatever the model writes, a run ends
+``ok`` or ``fallback`` with a reason, never an exception, never past its deadline."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ferret.contract import parse_request
+from ferret.records import Hit, Memory
+from ferret.settings import AgentSettings, RerankSettings, Settings
+from ferret.tracing import NoopTracer
+from worker.agent.job import agent_chat, run_agent
+from worker.backends.memory import InMemoryBackend
+from worker.llm.chat import ChatClient
+from worker.llm.local_model import MODEL_ALIAS
+from worker.llm.reranker import LLMScorer
+from worker.pipeline.budget import Budget
+from worker.pipeline.orchestrator import run_pipeline
+
+pytestmark = pytest.mark.real_llm
+
+
+def _settings(url: str, call_timeout: float) -> Settings:
+    return Settings(agent=AgentSettings(enabled=True, base_url=url, model=MODEL_ALIAS, timeout_seconds=call_timeout),
+                    rerank=RerankSettings(enabled=True, base_url=url, model=MODEL_ALIAS, timeout_seconds=call_timeout))
+
+
+def _agent(url: str, memories: list[Memory], query: str, deadline: float, call_timeout: float):
+    settings = _settings(url, call_timeout)
+    backend = InMemoryBackend(memories)
+    request = parse_request({"query": query, "options": {"agent": True}}, settings.limits)
+    budget = Budget.of_seconds(deadline)
+    started = time.monotonic()
+    fast = run_pipeline(query, backend, settings.pipeline, budget=budget)
+    chat = agent_chat(settings.agent)
+    try:
+        answer = run_agent(settings, chat, request, backend, fast, budget, NoopTracer(), True)
+    finally:
+        chat.close()
+    return answer, time.monotonic() - started
+
+
+def test_a_full_agent_run_ends_ok_or_fallback_within_its_deadline(real_model, sample_memories):
+    answer, seconds = _agent(real_model, sample_memories, "Compare my BTC thesis with my ETH thesis", 240, 90)
+    outcome = answer.stats["outcome"]
+    assert outcome in ("ok", "fallback", "deadline"), answer.stats
+    assert outcome != "fallback" or answer.stats.get("reason")
+    assert seconds <= 240 + 1 and answer.stats["llm_calls"] >= 1
+    assert answer.hits  # the fast path's at least
+
+
+def test_a_rerank_of_ten_hits_answers_within_its_timeout(real_model, sample_memories):
+    settings = _settings(real_model, 60)
+    scorer = LLMScorer(settings.rerank, ChatClient(settings.rerank))
+    hits = [Hit.of(m, 0.5) for m in sample_memories[:10]]
+    started = time.monotonic()
+    try:
+        scores = scorer.score("What is my BTC thesis?", hits, 60)
+    finally:
+        scorer.close()
+    assert time.monotonic() - started <= 61
+    assert scores and set(scores) <= set(range(10)) and all(0 <= s <= 10 for s in scores.values())
+
+
+def test_the_deadline_cuts_a_slow_generation(real_model, sample_memories):
+    answer, seconds = _agent(real_model, sample_memories, "Compare my BTC thesis with my ETH thesis", 3, 60)
+    assert answer.stats["outcome"] in ("deadline", "ok", "fallback") and seconds <= 3 + 1
+    assert answer.stats["outcome"] != "ok" or answer.stats["llm_calls"] >= 1
