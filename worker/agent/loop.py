@@ -11,7 +11,8 @@ conclusion call. After ``max_steps`` the conclusion is forced. Prompts
 carry the last two steps in full and only thought + action of older ones.
 A step that only repeats actions already taken (the same tool, the same
 arguments: small models loop) is not run again: the run answers with what
-the earlier steps found (``stats.repeated_action``), without another call.
+the fast path and the earlier steps found (``stats.repeated_action``; the
+fast path's hits first, in its order), without another call.
 Every answer that needed repairing to be read adds to
 ``stats.parse_repairs`` (``worker.agent.protocol``).
 
@@ -110,6 +111,7 @@ class AgentLoop:
         self.gathered: dict[str, Hit] = {}
         self.searches: list[str] = []
         self.taken: set[str] = set()  # every action run so far, as name + arguments
+        self.seeded: list[str] = []  # the fast path's hits, in its order
         self.tools = Tools(self._search_recorded(search), lambda: self.gathered, settings.preview_chars)
         self.stats: dict[str, Any] = empty_stats("ok")
 
@@ -166,6 +168,7 @@ class AgentLoop:
         """``seed_hits``: what the fast path found (shown to the agent, and kept at a deadline)."""
         for hit in seed_hits:
             self.gathered.setdefault(hit.id, hit)
+        self.seeded = [hit.id for hit in seed_hits]
         with self.tracer.span("agent", max_steps=self.settings.max_steps) as span:
             try:
                 outcome = self._loop(query)
@@ -259,8 +262,10 @@ class AgentLoop:
         raw = action.arguments.get("memory_ids") or action.arguments.get("ids") or []
         ids = [part.strip() for part in raw.split(",")] if isinstance(raw, str) else raw
         chosen = tuple(self.gathered[i] for i in dict.fromkeys(ids) if isinstance(i, str) and i in self.gathered)
-        if not chosen:  # named nothing it found: everything it found, best first
-            chosen = tuple(sorted(self.gathered.values(), key=lambda h: h.score, reverse=True))
+        if not chosen:  # named nothing it found: the fast path's answer in its order, then what the steps added
+            added = sorted((h for i, h in self.gathered.items() if i not in set(self.seeded)),
+                           key=lambda h: h.score, reverse=True)
+            chosen = (*(self.gathered[i] for i in self.seeded), *added)
             self.stats["chosen"] = "all_found"
         reason = action.arguments.get("reason")
         if isinstance(reason, str) and self.record_text:

@@ -49,7 +49,7 @@ _PAIR = re.compile(r"""["']?(\w+)["']?\s*[:=]\s*(?:"([^"]*)"|'([^']*)'|([^,\n}]+
 _CONCLUDE = re.compile(r"ACTION\s*:\s*\**\s*final_answer", re.IGNORECASE)
 _FIRST_ACTION = re.compile(r"(?:^|\n)\s*\**ACTION(?:_\d)?\**\s*:", re.IGNORECASE)
 _INVENTED = re.compile(r"\n\s*\**(?:OBSERVATION|THOUGHT)\**\s*:", re.IGNORECASE)
-_CALL = re.compile(r"[`*\s]*([A-Za-z_]+)\s*\((.*)\)[`*\s]*$", re.DOTALL)
+_CALL_START = re.compile(r"([A-Za-z_]+)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,15 @@ def parse_arguments(raw: str | None) -> dict[str, Any]:
             value = json.loads(attempt) if attempt else None
         except ValueError:
             continue
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            value = value[0]  # an object, then prose: {"ids": [...]}\nfinal_answer
         if isinstance(value, dict):
             return value
         if isinstance(value, str) and value:
             return {"query": value}
+    literal = _literal_call(text)  # ids=["D8:2", "D18:3"]
+    if literal is not None:
+        return literal
     pairs = {m.group(1): next(g for g in m.groups()[1:] if g is not None).strip() for m in _PAIR.finditer(text)}
     return pairs or ({"query": text} if text and "{" not in text else {})
 
@@ -125,33 +130,60 @@ def _literal_call(inside: str) -> dict[str, Any] | None:
     return arguments or None
 
 
-def _call_arguments(raw: str | None) -> str | None:
-    """The parenthesis of ``name(...)`` as arguments (JSON text); None when there is none or it only
-    names parameters (``search_memory(query)``, ``compare_entities(a, b)``)."""
-    match = _CALL.match(raw.splitlines()[0] if raw else "")
-    if not match:
-        return None
-    inside = match.group(2).strip()
+def _calls(line: str) -> list[tuple[str, str]]:
+    """Each ``name(...)`` of an action line, with what is inside its parenthesis (nested brackets and quoted
+    text respected): ``a(x=[1, 2]); b("y)")`` is two calls."""
+    found: list[tuple[str, str, int]] = []  # (name, inside, where it ends)
+    for match in _CALL_START.finditer(line):
+        if found and match.start() < found[-1][2]:
+            continue
+        depth, quote, position = 0, "", match.end() - 1
+        for position in range(match.end() - 1, len(line)):
+            char = line[position]
+            if quote:
+                quote = "" if char == quote and line[position - 1] != "\\" else quote
+            elif char in "\"'":
+                quote = char
+            elif char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                if depth == 0:
+                    break
+        if depth != 0:
+            break
+        found.append((match.group(1).lower(), line[match.end():position], position + 1))
+    return [(name, inside) for name, inside, _ in found]
+
+
+def _call_arguments(inside: str) -> str | None:
+    """A call's parenthesis as arguments (JSON text); None when it is empty or only names parameters
+    (``search_memory(query)``, ``compare_entities(a, b)``)."""
+    inside = inside.strip()
     if not inside or all(part.strip().lower() in PARAMETERS for part in inside.split(",")):
         return None
     literal = _literal_call(inside)
     return json.dumps(literal) if literal is not None else inside
 
 
-def _action(text: str, suffix: str, repairs: list[str]) -> ToolCall | None:
+def _actions(text: str, suffix: str, repairs: list[str]) -> list[ToolCall]:
     raw = _field(text, f"ACTION{suffix}")
     name = _action_name(raw)
-    if not name:
-        return None
+    if not raw or not name:
+        return []
     given = _field(text, f"ARGUMENTS{suffix}")
-    if not given:
-        in_call = _call_arguments(raw)
+    calls = _calls(raw.splitlines()[0])
+    if len(calls) > 1 and not given:  # "lookup_memory(ids=[...]); lookup_memory(ids=[...])"
+        repairs.append("several_calls_in_one_action")
+        return [ToolCall(called, parse_arguments(_call_arguments(inside))) for called, inside in calls]
+    if not given and calls:
+        in_call = _call_arguments(calls[0][1])
         if in_call is not None:
             repairs.append("arguments_in_action")
             given = in_call
-    elif not _is_json_object(given.strip().removeprefix("```json").removeprefix("```").removesuffix("```")):
+    elif given and not _is_json_object(given.strip().removeprefix("```json").removeprefix("```").removesuffix("```")):
         repairs.append("arguments_repaired")
-    return ToolCall(name, parse_arguments(given))
+    return [ToolCall(name, parse_arguments(given))]
 
 
 def _cut_invented(text: str, repairs: list[str]) -> str:
@@ -173,13 +205,10 @@ def parse_decision(answer: str) -> Decision:
     thought = thought_match.group(1).strip() if thought_match else ""
     actions: list[ToolCall] = []
     for number in range(1, MAX_PARALLEL + 1):
-        numbered = _action(text, f"_{number}", repairs)
-        if numbered is not None:
-            actions.append(numbered)
+        actions += _actions(text, f"_{number}", repairs)
     if not actions:
-        single = _action(text, "", repairs)
-        if single is not None:
-            actions.append(single)
+        actions = _actions(text, "", repairs)
+    actions = actions[:MAX_PARALLEL]
     terminal = [a for a in actions if a.name in TERMINAL]
     if terminal and len(actions) > 1:
         actions = terminal[:1]  # a terminal action ends the run: it is never run beside another

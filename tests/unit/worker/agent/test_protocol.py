@@ -101,3 +101,46 @@ def test_prose_arguments_count_as_a_repair_and_clean_json_does_not():
     assert prose.repairs == ("arguments_repaired",)
     clean = parse_decision('THOUGHT: go\nACTION: search_memory\nARGUMENTS: {"query": "wine"}')
     assert clean.repairs == ()
+
+
+# Verbatim answers of Qwen2.5-Coder-1.5B-Instruct (Q4, llama.cpp's server, this loop's prompts) on LoCoMo
+# dev questions, 2026-11-25.
+REAL_TWO_CALLS_ON_ONE_LINE = (
+    "THOUGHT: Based on the memories found so far, I will compare Melanie's feelings about her family after the "
+    "accident with her experience at the pottery workshop.\n"
+    'ACTION_1: lookup_memory(ids=["D8:2", "D18:3"]); lookup_memory(ids=["D2:6", "D14:7"])')
+REAL_ECHOED_INSTRUCTION = (
+    "THOUGHT: Based on the memories found so far, I will compare Melanie's feelings about her family after the "
+    "accident with her experience at the pottery workshop.\n"
+    'ACTION_1: lookup_memory\nARGUMENTS_1: {"ids": ["D8:2", "D18:3"]}\n'
+    'ACTION_2: lookup_memory\nARGUMENTS_2: {"ids": ["D2:6", "D14:7"]}\n'
+    "final_answer and ask_clarification are always a single action.")
+REAL_TRAILING_WORD = (
+    "THOUGHT: To answer why Tim and John find LeBron inspiring, I need to look for memories that discuss "
+    "LeBron's impact on their lives.\n"
+    'ACTION_1: lookup_memory\nARGUMENTS_1: {"ids": ["D25:7", "D26:18"]}\nfinal_answer')
+REAL_REFLECTION_ECHO = "ACTION: continue, and say what is missing."
+
+
+def test_two_calls_on_one_action_line_are_two_actions():
+    decision = parse_decision(REAL_TWO_CALLS_ON_ONE_LINE)
+    assert decision.actions == (ToolCall("lookup_memory", {"ids": ["D8:2", "D18:3"]}),
+                                ToolCall("lookup_memory", {"ids": ["D2:6", "D14:7"]}))
+    assert decision.repairs == ("several_calls_in_one_action",)
+
+
+def test_prose_after_the_arguments_json_is_dropped():
+    echoed = parse_decision(REAL_ECHOED_INSTRUCTION)
+    assert echoed.actions == (ToolCall("lookup_memory", {"ids": ["D8:2", "D18:3"]}),
+                              ToolCall("lookup_memory", {"ids": ["D2:6", "D14:7"]}))
+    trailing = parse_decision(REAL_TRAILING_WORD)
+    assert trailing.actions == (ToolCall("lookup_memory", {"ids": ["D25:7", "D26:18"]}),)
+    assert trailing.repairs == ("arguments_repaired",)
+
+
+def test_a_reflection_that_echoes_the_prompt_does_not_conclude():
+    assert not concludes(REAL_REFLECTION_ECHO)
+
+
+def test_key_value_arguments_with_a_list_are_read_as_literals():
+    assert parse_arguments('ids=["D8:2", "D18:3"]') == {"ids": ["D8:2", "D18:3"]}
