@@ -91,11 +91,12 @@ def _section_name(value: object) -> object:
 class SectionSettings(_Strict):
     """Memory sections (seed 003) for any domain (ferret/section_words.py has the shipped tables).
 
-    A memory's section: the one its backend gave (Nous's ``memory_section``), else its kind's in
-    ``kinds`` (its subtype without ``custom:``, else its type), else ``default``. A query's intents: the
-    sections whose ``intent_words`` it contains (whole words, any case); ``pipeline.intent_boost``
-    multiplies the scores of hits in those sections. Kinds given here are added to the shipped table
-    (a kind mapped anew wins); a section given in ``intent_words`` replaces that section's words."""
+    A memory's section: its kind's in ``kinds`` (its subtype without ``custom:``, else its type); for a
+    kind not named there, the one its backend gave (Nous's ``memory_section``), else ``default``. A query's
+    intents: the sections whose ``intent_words`` it contains (whole words, any case);
+    ``pipeline.intent_boost`` multiplies the scores of hits in those sections. Kinds given here are added
+    to the shipped table (a kind mapped anew wins); a section given in ``intent_words`` replaces that
+    section's words. Kinds and words are kept in lower case."""
 
     kinds: dict[str, Section] = DEFAULT_KINDS
     default: Section = Section.KNOWLEDGE

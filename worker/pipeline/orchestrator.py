@@ -127,6 +127,7 @@ class _Run:
         self.reranking = reranking
         self.backend = MeteredBackend(backend)
         self.settings = settings
+        self.sections = sections_for(settings.sections)  # the boost's, the context's and the intents' table
         self.filters = filters
         self.job_budget = budget  # the job's deadline: bounds the re-rank
         self.budget = budget.within(settings.timeout_seconds)  # the orchestration's: bounds retrieval
@@ -182,7 +183,7 @@ def _remote_classification(run: _Run, local: Classification) -> Classification:
 
 def _plan(run: _Run, use_remote_classifier: bool) -> _Plan:
     with run.tracer.span("classify") as span:
-        classification = classify(run.query, sections_for(run.settings.sections))
+        classification = classify(run.query, run.sections)
         if use_remote_classifier:
             classification = _remote_classification(run, classification)
         span.set(disqualifiers=list(classification.disqualifiers),
@@ -429,7 +430,7 @@ def _rerank(run: _Run, hits: tuple[Hit, ...], plan: _Plan, requested: bool) -> t
 def _finish(run: _Run, hits: tuple[Hit, ...], sub_queries: tuple[str, ...]) -> PipelineResult:
     run.stats.backend_calls = [(op, outcome, round(seconds, 6)) for op, outcome, seconds in run.backend.settle()]
     with run.tracer.span("format", hits=len(hits)) as span:
-        context = format_context(hits, run.settings.max_context_tokens, sections_for(run.settings.sections))
+        context = format_context(hits, run.settings.max_context_tokens, run.sections)
         run.stats.context_tokens = estimate_tokens(context)
     run.timed("format", span)
     return PipelineResult(hits=hits, context=context, stats=run.stats, partial=run.partial,
@@ -524,7 +525,7 @@ def _orchestrate(run: _Run, use_remote_classifier: bool, rerank: bool) -> Pipeli
             outcomes, intents=plan.classification.intents, intent_boost=settings.intent_boost,
             relevance_ratio=settings.relevance_ratio, max_results=settings.max_results,
             min_results=settings.min_results, good_score=settings.good_score,
-            sections=sections_for(settings.sections),
+            sections=run.sections,
         )
         span.set(candidates=run.stats.candidates, selected=len(merged))
     run.timed("merge", span)

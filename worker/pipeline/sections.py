@@ -31,30 +31,22 @@ def _pattern(words: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 class SectionMap:
-    """One settings' sections: ``of(memory)`` and ``intents(query)``."""
+    """One settings' sections: ``of(memory)`` and ``intents(query)``. The tables are as
+    ``SectionSettings`` leaves them: kinds and intent words in lower case, kinds without ``custom:``."""
 
     def __init__(self, kinds: Mapping[str, Section], default: Section,
                  intent_words: Mapping[Section, tuple[str, ...]]) -> None:
-        self._kinds = {kind.lower(): section for kind, section in kinds.items()}
+        self._kinds = kinds
         self._default = default
         self._patterns = [(section, pattern) for section, words in intent_words.items()
-                          if (pattern := _pattern(tuple(w.lower() for w in words))) is not None]
-        self._by_kind: dict[tuple[str | None, str], Section | None] = {}
-
-    def of_kind(self, subtype: str | None, kind: str) -> Section | None:
-        """The table's section for a subtype (``custom:`` aside), else for a type; None when it names neither."""
-        key = (subtype, kind)
-        if key in self._by_kind:
-            return self._by_kind[key]
-        found = (self._kinds.get(subtype_label(subtype).lower()) if subtype else None) or self._kinds.get(kind.lower())
-        if len(self._by_kind) < 4096:
-            self._by_kind[key] = found
-        return found
+                          if (pattern := _pattern(words)) is not None]
 
     def of(self, memory: Memory) -> Section:
-        """A memory's section: the table's for its kind; for a kind the table does not name, the one its
-        backend gave (Nous's ``memory_section``), else the default."""
-        return self.of_kind(memory.subtype, memory.type) or memory.memory_section or self._default
+        """A memory's section: the table's for its subtype, else for its type; for a kind the table does
+        not name, the one its backend gave (Nous's ``memory_section``), else the default."""
+        kinds = self._kinds
+        return ((kinds.get(subtype_label(memory.subtype).lower()) if memory.subtype else None)
+                or kinds.get(memory.type.lower()) or memory.memory_section or self._default)
 
     def intents(self, query: str) -> tuple[Section, ...]:
         """Sections the query asks for, in the table's order; empty means no boost."""
