@@ -148,16 +148,19 @@ class LocalBackend:
     def search(
         self, query: str, limit: int, filters: Filters, timeout: float | None = None
     ) -> list[Hit]:
-        pairs = self._index.search(query, limit, filters)
+        return self._hits(self._index.search(query, limit, filters), filters)
+
+    def widened(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        """The words that begin with the query's words (``word_family``): for a search that found nothing."""
+        return self._hits(word_family_search(self._index, self._read, query, limit, filters), filters)
+
+    def _hits(self, pairs: list[tuple[str, float]], filters: Filters) -> list[Hit]:
+        """The index's (id, score) pairs as hits, each memory as the store holds it (and still passing)."""
         if not pairs:
             return []
         memories = self._read([memory_id for memory_id, _ in pairs])
         return [Hit.of(memories[memory_id], score) for memory_id, score in pairs
                 if memory_id in memories and matches(memories[memory_id], filters)]
-
-    def widened(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
-        """The words that begin with the query's words (``word_family``): for a search that found nothing."""
-        return word_family_search(self._index, self._read, query, limit, filters)
 
     def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
                timeout: float | None = None) -> list[Hit]:

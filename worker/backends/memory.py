@@ -66,20 +66,23 @@ class InMemoryBackend:
         self.calls += 1
         if self.delay_seconds:
             time.sleep(self.delay_seconds)
-        return [Hit.of(self._memories[memory_id], score)
-                for memory_id, score in self._index.search(query, limit, filters)]
+        return self._hits(self._index.search(query, limit, filters))
 
     def widened(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
-        return word_family_search(self._index, lambda ids: {i: self._memories[i] for i in ids if i in self._memories},
-                                  query, limit, filters)
+        return self._hits(word_family_search(self._index, self._held, query, limit, filters))
+
+    def _held(self, ids: Iterable[str]) -> dict[str, Memory]:
+        return {i: self._memories[i] for i in ids if i in self._memories}
+
+    def _hits(self, pairs: list[tuple[str, float]]) -> list[Hit]:
+        return [Hit.of(self._memories[memory_id], score) for memory_id, score in pairs]
 
     def linked(self, seeds: Sequence[Hit], limit: int, filters: Filters,
                timeout: float | None = None) -> list[Hit]:
         if self.links is None or not seeds:
             return []
         scores = neighbour_scores(seeds, self.links.weights([s.id for s in seeds]))
-        return linked_hits(scores, limit, filters,
-                           lambda ids: {i: self._memories[i] for i in ids if i in self._memories})
+        return linked_hits(scores, limit, filters, self._held)
 
     def similar(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
         if self.embedder is None:

@@ -102,6 +102,14 @@ def _in_range(field: str, time_range: TimeRange) -> tantivy.Query:
     return tantivy.Query.range_query(SCHEMA, field, tantivy.FieldType.Integer, low, high)
 
 
+def _filtered(query: tantivy.Query, filters: Filters | None) -> tantivy.Query:
+    """``query`` restricted to the documents that pass ``filters``."""
+    only = filter_query(filters) if filters is not None else None
+    if only is None:
+        return query
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, only)])
+
+
 def filter_query(filters: Filters) -> tantivy.Query | None:
     """The filters as one query that scores nothing; None when nothing is filtered."""
     must: list[tantivy.Query] = []
@@ -246,12 +254,9 @@ class MemoryIndex:
         recent = self.recent
         ids: dict[str, None] = {}
         if stems and not recent.cleared and len(self):
-            prefixes = tantivy.Query.boolean_query([
+            prefixes = _filtered(tantivy.Query.boolean_query([
                 (tantivy.Occur.Should, tantivy.Query.fuzzy_term_query(SCHEMA, "tokens", stem, distance=0,
-                                                                      prefix=True)) for stem in stems])
-            only = filter_query(filters) if filters is not None else None
-            if only is not None:
-                prefixes = tantivy.Query.boolean_query([(tantivy.Occur.Must, prefixes), (tantivy.Occur.Must, only)])
+                                                                      prefix=True)) for stem in stems]), filters)
             for _, address in self._searcher.search(prefixes, limit + len(recent.hidden), count=False).hits:
                 memory_id = self._searcher.doc(address)["id"][0]
                 if not recent.hides(memory_id):
@@ -316,10 +321,7 @@ class MemoryIndex:
 
     def _committed_hits(self, tokens: list[str], limit: int,
                         filters: Filters | None) -> list[tuple[str, float, Any]]:
-        text = self._text_query(tokens)
-        only = filter_query(filters) if filters is not None else None
-        if only is not None:
-            text = tantivy.Query.boolean_query([(tantivy.Occur.Must, text), (tantivy.Occur.Must, only)])
+        text = _filtered(self._text_query(tokens), filters)
         pairs = []
         seen: set[str] = set()
         for score, address in self._searcher.search(text, limit, count=False).hits:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ferret.records import Filters, Hit, Memory
-from worker.backends.filtering import matches
+from ferret.records import Filters, Memory
 from worker.backends.tantivy_index import MemoryIndex
 from worker.backends.tokens import tokenize
 
@@ -30,16 +29,10 @@ def family_words(stems: Sequence[str], memories: Mapping[str, Memory]) -> list[s
 
 
 def word_family_search(index: MemoryIndex, read: Callable[[list[str]], Mapping[str, Memory]], query: str,
-                       limit: int, filters: Filters) -> list[Hit]:
-    """Hits for the words that begin with the query's words; none when there are no such words."""
+                       limit: int, filters: Filters) -> list[tuple[str, float]]:
+    """(id, score) pairs for the words that begin with the query's words, as ``MemoryIndex.search``
+    gives them; none when there are no such words."""
     stems = [token for token in dict.fromkeys(tokenize(query)) if len(token) >= MIN_STEM]
     holders = index.ids_beginning_with(stems, FAMILY_MEMORIES, filters)
-    if not holders:
-        return []
-    words = family_words(stems, read(holders))
-    pairs = index.search_tokens(words, limit, filters) if words else []
-    if not pairs:
-        return []
-    memories = read([memory_id for memory_id, _ in pairs])
-    return [Hit.of(memories[memory_id], score) for memory_id, score in pairs
-            if memory_id in memories and matches(memories[memory_id], filters)]
+    words = family_words(stems, read(holders)) if holders else []
+    return index.search_tokens(words, limit, filters) if words else []

@@ -57,10 +57,10 @@ def test_staged_and_committed_memories_both_lend_words_and_the_family_is_scored_
     staged = Memory(id="later", content_title="Flight moved", content_body="the flight now leaves at 9")
     index.stage([staged])
     memories = {m.id: m for m in (*TRAVEL, staged)}
-    hits = word_family_search(index, lambda ids: {i: memories[i] for i in ids if i in memories}, "fly", 10,
-                              Filters())
-    assert {h.id for h in hits} == {"flights", "later"}
-    assert all(0 < h.score <= 1 for h in hits)
+    pairs = word_family_search(index, lambda ids: {i: memories[i] for i in ids if i in memories}, "fly", 10,
+                               Filters())
+    assert {memory_id for memory_id, _ in pairs} == {"flights", "later"}
+    assert all(0 < score <= 1 for _, score in pairs)
     assert word_family_search(index, lambda ids: {i: memories[i] for i in ids}, "fly", 10,
                               Filters(type="preference")) == []  # filters hold
     assert word_family_search(index, lambda ids: {i: memories[i] for i in ids}, "qq", 10, Filters()) == []
