@@ -27,6 +27,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "ferret" / "data" / "sample_memories.jsonl"
 
 
+def wait_until(predicate, timeout: float) -> bool:
+    """Poll ``predicate`` every 0.1 s until it holds or ``timeout`` seconds pass; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
 def free_port() -> int:
     """A free TCP port on loopback."""
     with socket.socket() as sock:

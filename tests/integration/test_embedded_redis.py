@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from ferret_cli import exit_codes
-from tests.conftest import SAMPLE
+from tests.conftest import SAMPLE, wait_until
 
 
 def _ferret(args, env, timeout=120):
@@ -37,15 +37,6 @@ def _answers(env) -> bool:
         return bool(redis.Redis(unix_socket_path=str(_socket(env)), socket_timeout=1).ping())
     except redis.RedisError:
         return False
-
-
-def _until(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -112,7 +103,7 @@ def test_it_stays_while_a_client_is_connected_and_stops_when_idle(embedded_env):
     env = {**embedded_env, "FERRET_REDIS__EMBEDDED_IDLE_SECONDS": "2"}
     worker = _worker(env, "prefetch")
     try:
-        assert _until(lambda: _answers(env), 30)
+        assert wait_until(lambda: _answers(env), 30)
         time.sleep(5)  # more than twice the idle time: the worker is a client
         assert _answers(env), "stopped while a worker was connected"
         status = _ferret(["redis", "status"], env)
@@ -121,7 +112,7 @@ def test_it_stays_while_a_client_is_connected_and_stops_when_idle(embedded_env):
     finally:
         _stop(worker)
     # watched without connecting (a connection is a use): redis-server removes its socket when it stops
-    assert _until(lambda: not _socket(env).exists(), 15), "still running long after its last client left"
+    assert wait_until(lambda: not _socket(env).exists(), 15), "still running long after its last client left"
     assert (_socket(env).parent / "ferret.rdb").exists()
 
 
@@ -130,7 +121,7 @@ def test_a_batch_survives_sigterm_to_the_worker_that_started_the_server(tmp_path
     assert _ferret(["ingest", str(SAMPLE), "-n", "sample", "--quiet"], embedded_env).returncode == 0
     _ferret(["redis", "stop"], embedded_env)
     first = _worker(embedded_env, "batch")  # this worker starts the server
-    assert _until(lambda: _answers(embedded_env), 30)
+    assert wait_until(lambda: _answers(embedded_env), 30)
     source, out = tmp_path / "queries.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps({"query": f"BTC thesis variant {i}", "namespace": "sample",
                                           "queue": "batch", "options": {"cache": False}}) + "\n"
@@ -139,7 +130,7 @@ def test_a_batch_survives_sigterm_to_the_worker_that_started_the_server(tmp_path
                               "--wait", "120"], env=embedded_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     client = redis.Redis(unix_socket_path=str(_socket(embedded_env)))
-    assert _until(lambda: next(client.scan_iter("ferret:result:*"), None) is not None, 60)  # jobs are finishing
+    assert wait_until(lambda: next(client.scan_iter("ferret:result:*"), None) is not None, 60)  # jobs are finishing
     _stop(first)
     assert _answers(embedded_env), "the server went away with the worker that started it"
     second = _worker(embedded_env, "batch")

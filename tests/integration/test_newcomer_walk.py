@@ -8,11 +8,10 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from importlib import resources
 
 from ferret_cli import exit_codes
-from tests.conftest import ROOT
+from tests.conftest import ROOT, wait_until
 
 NAMESPACE = "home"
 
@@ -26,15 +25,6 @@ def _section(table: str, title: str) -> str:
     """The section column of the result table's row for ``title``."""
     [row] = [line for line in table.splitlines() if line.rstrip().endswith(title)]
     return next(word for word in row.split() if word.isupper() and word.isalpha())
-
-
-def _until(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
 
 
 def test_a_non_trading_corpus_from_ingest_to_redis_stop(embedded_env, tmp_path):
@@ -61,7 +51,7 @@ def test_a_non_trading_corpus_from_ingest_to_redis_stop(embedded_env, tmp_path):
         sent = _ferret(env, "query", "-n", NAMESPACE, "How do I make the risotto?", "--wait", "0", "--json")
         assert sent.returncode == exit_codes.OK, sent.stderr
         job_id = json.loads(sent.stdout)["job_id"]
-        assert _until(lambda: _ferret(env, "result", job_id).returncode == exit_codes.OK, 30)
+        assert wait_until(lambda: _ferret(env, "result", job_id).returncode == exit_codes.OK, 30)
         result = _ferret(env, "result", job_id)
         assert "PROCEDURAL" in result.stdout and "[recipe · PROCEDURAL] Mushroom risotto" in result.stdout
         assert "intents: KNOWLEDGE,PROCEDURAL" in result.stdout

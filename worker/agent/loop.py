@@ -263,8 +263,9 @@ class AgentLoop:
         ids = [part.strip() for part in raw.split(",")] if isinstance(raw, str) else raw
         chosen = tuple(self.gathered[i] for i in dict.fromkeys(ids) if isinstance(i, str) and i in self.gathered)
         if not chosen:  # named nothing it found: the fast path's answer in its order, then what the steps added
-            added = sorted((h for i, h in self.gathered.items() if i not in set(self.seeded)),
-                           key=lambda h: h.score, reverse=True)
+            seeded = set(self.seeded)
+            added = sorted((h for i, h in self.gathered.items() if i not in seeded), key=lambda h: h.score,
+                           reverse=True)
             chosen = (*(self.gathered[i] for i in self.seeded), *added)
             self.stats["chosen"] = "all_found"
         reason = action.arguments.get("reason")

@@ -19,8 +19,11 @@ server, issue 31) is repaired and counted in ``Decision.repairs``:
   ``search_memory(query="...")``: the parenthesis is the arguments when
   there is no ARGUMENTS field; a bare parameter name there
   (``search_memory(query)``) is a placeholder, not an argument;
-- ``arguments_repaired``: ARGUMENTS that were not JSON (json-repair, then
-  ``key: value`` pairs, then the text as the query).
+- ``several_calls_in_one_action``: ``lookup_memory(ids=[...]);
+  lookup_memory(ids=[...])`` on one action line is two actions;
+- ``arguments_repaired``: ARGUMENTS that were not JSON (json-repair, a
+  JSON object followed by prose, ``key=value`` literals, ``key: value``
+  pairs, then the text as the query).
 """
 
 from __future__ import annotations
