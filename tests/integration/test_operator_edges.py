@@ -51,13 +51,14 @@ def test_a_job_rq_failed_without_a_ferret_result_says_so(env, producer, sample_n
 
 
 def test_redis_stop_with_a_worker_connected_asks_for_force(embedded_env):
-    from tests.integration.test_embedded_redis import _answers, _ferret, _until
+    from tests.conftest import wait_until
+    from tests.integration.test_embedded_redis import _answers, _ferret
 
     worker = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "-q"], env=embedded_env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert _until(lambda: _answers(embedded_env), 30)
-        assert _until(lambda: "worker(s) are connected" in _ferret(["redis", "stop"], embedded_env).stderr, 30)
+        assert wait_until(lambda: _answers(embedded_env), 30)
+        assert wait_until(lambda: "worker(s) are connected" in _ferret(["redis", "stop"], embedded_env).stderr, 30)
         refused = _ferret(["redis", "stop"], embedded_env)
         assert refused.returncode == exit_codes.USAGE and "or pass --force" in refused.stderr
         assert _answers(embedded_env)  # still running
