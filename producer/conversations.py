@@ -125,7 +125,9 @@ class ConversationRules:
         key = conversation_key(namespace, conversation, rules.settings.limits.max_request_id_chars)
         now = yield Now()
         handle = yield from rules.enqueue({**fields, "query": query, "namespace": namespace, "queue": "prefetch"})
-        version = yield from rules.memory_version(namespace)
+        version = handle.memory_version
+        if version is None:  # a job an earlier call enqueued under this request id
+            version = yield from rules.memory_version(namespace)
         entry = _Entry(handle.job_id, version, now, handle.deadline_at or now, handle.coalesced or handle.duplicate)
         older = [found for raw in (yield Call(("LRANGE", key, 0, -1)))
                  if (found := _Entry.parse(raw)) is not None and found.job_id != handle.job_id

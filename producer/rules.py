@@ -48,6 +48,9 @@ class JobHandle:
     duplicate: bool = False
     coalesced: bool = False  # joined an identical prefetch request already in flight
     deadline_at: float | None = None  # epoch seconds; known for a job this call enqueued
+    # The namespace's memory version the job runs at (it sees every write before it); known for a job
+    # this call enqueued or joined, None for one enqueued by an earlier call under the same request id.
+    memory_version: int | None = None
     # The request, for a job this call enqueued: ``wait`` enqueues it again if a failover lost it.
     request: RetrievalRequest | None = field(default=None, compare=False, repr=False)
 
@@ -212,7 +215,7 @@ class ProducerRules:
         # The job sees every memory write that finished before now (the version read above).
         envelope = yield from self.put(request, job_id, deadline, version, trace_id)
         return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
-                         deadline_at=envelope.deadline_at, request=request)
+                         deadline_at=envelope.deadline_at, memory_version=version, request=request)
 
     def _existing(self, request: RetrievalRequest, job_id: str) -> Step[JobHandle | None]:
         claim = text((yield Call(("GET", keys.request_job(request.namespace, request.request_id or "")))))
@@ -265,7 +268,9 @@ class ProducerRules:
         if other_id is None or (yield from result_exists(other_id)) or not (yield from self._rq_has(other_id)):
             yield Call(("SET", slot, job_id, "PX", ttl_ms))
             return None
-        return JobHandle(other_id, request.queue, request.namespace, None, "", duplicate=True, coalesced=True)
+        # The slot's key holds the version: the job joined runs at this one.
+        return JobHandle(other_id, request.queue, request.namespace, None, "", duplicate=True, coalesced=True,
+                         memory_version=version)
 
     @staticmethod
     def _rq_has(job_id: str) -> Step[bool]:
