@@ -68,6 +68,7 @@ class JobStats(BaseModel):
     index_changes: int | None = None  # change-log entries applied before the search (staged: no commit)
     index_staged: int | None = None  # changes searchable from memory, not yet committed to the index
     index_folded: int | None = None  # staged changes committed on this job's path (backend.local.fold_changes)
+    index_fold_ms: float | None = None  # how long that commit took
     index_evictions: int | None = None  # namespaces evicted to stay within the memory bound
     # The agent loop (seed 002), when it ran: outcome (ok | clarification | deadline | fallback | disabled),
     # steps, parallel_steps, backtracked, reflection_concluded, forced_conclusion, llm_calls, llm_ms, reason.

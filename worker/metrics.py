@@ -43,6 +43,7 @@ FALLBACK_OUTCOMES = ("ok", "failed", "timeout")
 AGENT_OUTCOMES = ("ok", "clarification", "deadline", "fallback", "disabled")
 AGENT_STEP_BUCKETS = (1, 2, 3, 4, 5, 6, 7, 10, 20)
 INDEX_READINESS = ("warm", "caught_up", "disk", "snapshot", "built")
+FOLD_WHEN = ("job", "after_job")
 # Re-rank outcomes counted; "off" (not asked) and "too_few" (nothing to order) are not.
 RERANK_OUTCOMES = ("ok", "disabled", "deadline", "timeout", "error", "malformed", "circuit_open")
 BACKEND_OUTCOMES = ("ok", "timeout", "error")
@@ -191,8 +192,12 @@ class FerretMetrics:
         self.index_changes = Counter("ferret_index_changes_total", "Change-log entries applied to local indexes "
                                      "(staged: searchable at once, committed later).", registry=r)
         self.index_folded = Counter("ferret_index_folded_changes_total", "Staged changes committed to a local "
-                                    "index on a job's path (backend.local.fold_changes reached; the others are "
-                                    "committed after a job).", registry=r)
+                                    "index, by when: on a job's path (job: backend.local.fold_changes reached) or "
+                                    "after a job's result was written (after_job: fold_seconds reached).",
+                                    ["when"], registry=r)
+        self.index_fold_duration = Histogram("ferret_index_fold_seconds", "Time one commit of staged changes "
+                                             "took, by when (job, after_job).", ["when"], buckets=STAGE_BUCKETS,
+                                             registry=r)
         self.index_evictions = Counter("ferret_index_evictions_total",
                                        "Namespaces' indexes evicted to stay within the memory bound.", registry=r)
         self.agent_runs = Counter("ferret_agent_runs_total", "Agent loop runs by outcome (ok, clarification, "
@@ -244,12 +249,20 @@ class FerretMetrics:
             self.fallbacks.labels(outcome)
         for how in INDEX_READINESS:
             self.index_ready.labels(how)
+        for when in FOLD_WHEN:
+            self.index_folded.labels(when)
+            self.index_fold_duration.labels(when)
         for outcome in AGENT_OUTCOMES:
             self.agent_runs.labels(outcome)
         for retriever in RETRIEVERS:
             self.retriever_results.labels(retriever)
             self.fusion_shifts.labels(retriever)
             self.retriever_errors.labels(retriever)
+
+    def record_fold(self, when: str, changes: int, ms: float) -> None:
+        """One commit of ``changes`` staged changes that took ``ms``, on a job's path or after it."""
+        self.index_folded.labels(when).inc(changes)
+        self.index_fold_duration.labels(when).observe(max(0.0, ms / 1000))
 
     def observe_co_retrieval(self, outcome: str, links: int) -> None:
         self.co_retrieval.labels(outcome).inc()
@@ -326,7 +339,8 @@ class FerretMetrics:
         if stats.index in INDEX_READINESS:
             self.index_ready.labels(stats.index).inc()
         self.index_changes.inc(stats.index_changes or 0)
-        self.index_folded.inc(stats.index_folded or 0)
+        if stats.index_folded:
+            self.record_fold("job", stats.index_folded, stats.index_fold_ms or 0.0)
         self.index_evictions.inc(stats.index_evictions or 0)
         if stats.fallback in FALLBACK_OUTCOMES:
             self.fallbacks.labels(stats.fallback).inc()

@@ -18,6 +18,11 @@ class JobReport:
     request: RetrievalRequest | None  # None when the payload carried no valid request
     trace: dict[str, Any] | None = None  # the trace as stored with the result, when the job wrote one
     dropped: bool = False  # this run's result was not kept: another run of the job had stored one first
+    # Staged index changes committed once the result was written (the local backend's fold_seconds), and how
+    # long that took; known where the job ran in the worker's own process (a fork's work horse folds on a
+    # job's path only: its staging ends with it before fold_seconds pass).
+    folded_after: int = 0
+    fold_after_ms: float = 0.0
 
 
 Observer = Callable[[JobReport], None]

@@ -128,7 +128,8 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
     if readiness is not None:
         stats = stats.with_(index=readiness.how, index_evictions=readiness.evictions or None,
                             index_changes=readiness.changes or None, index_staged=readiness.staged or None,
-                            index_folded=readiness.folded or None)
+                            index_folded=readiness.folded or None,
+                            index_fold_ms=round(readiness.fold_ms, 3) if readiness.folded else None)
     if key is not None:
         stats = stats.with_(cache_hit=False, stage_ms={"cache": looked_up_ms, **(stats.stage_ms or {})})
     items = result_items(hits, sub_queries, sections_for(ctx.settings.pipeline.sections))
@@ -194,8 +195,9 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
     took = (ctx.now() - started_at) * 1000
     logger.debug("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
     after_job = getattr(ctx.backends, "after_job", None)
-    if after_job is not None:  # the result is written: what is left to do is off the job's path
-        after_job()
-    return JobReport(result, request, trace)
+    if after_job is None:
+        return JobReport(result, request, trace)
+    folded, fold_ms = after_job()  # the result is written: what is left to do is off the job's path
+    return JobReport(result, request, trace, folded_after=folded, fold_after_ms=fold_ms)
 
 
