@@ -110,17 +110,50 @@ class Bench:
             return times
         return self._with_idle_workers("raw", workers, run)
 
-    def ferret_latency(self, queries: tuple[str, ...], runs: int, workers: int) -> list[float]:
+    def ferret_latency(self, queries: tuple[str, ...], runs: int, workers: int,
+                       parts: list[dict[str, Any]] | None = None) -> list[float]:
+        """Seconds from enqueue to the result in hand, one job at a time; ``parts`` (when given)
+        gets each job's split of that time (``latency_parts``)."""
         def run() -> list[float]:
             times = []
             for i in range(runs):
                 start = time.perf_counter()
                 handle = self.producer.enqueue({"query": queries[i % len(queries)], "namespace": NAMESPACE})
                 result = self.producer.wait(handle, 10)
+                total = time.perf_counter() - start
                 assert result is not None and result.status == "ok"
-                times.append(time.perf_counter() - start)
+                times.append(total)
+                if parts is not None:
+                    parts.append({"total_ms": total * 1000, "job": handle, "result": result})
             return times
-        return self._with_idle_workers("ferret", workers, run)
+        times = self._with_idle_workers("ferret", workers, run)
+        if parts is not None:
+            for part in parts:
+                part.update(latency_parts(part.pop("total_ms"), part.pop("result"),
+                                          self.producer.trace(part.pop("job"))))
+        return times
+
+
+def latency_parts(total_ms: float, result: Any, trace: dict[str, Any]) -> dict[str, Any]:
+    """Where one job's time went: ``queued`` (enqueue stamp to a worker's start, Redis's clock: the
+    worker's wake-up and dequeue), ``ran`` (start to finish, its spans over 0.5 ms named in
+    ``spans``) and ``around`` (the rest of the client's total: the enqueue's round trip, the
+    result's notice and read)."""
+    stamps = result.timestamps
+    queued = (stamps.started_at - stamps.enqueued_at) * 1000
+    ran = (stamps.finished_at - stamps.started_at) * 1000
+    spans = {span["name"]: round(span["duration_ms"], 2) for span in trace.get("spans", [])
+             if span["name"] not in ("job", "queue_wait") and span["duration_ms"] >= 0.5}
+    return {"total_ms": round(total_ms, 2), "queued_ms": round(queued, 2), "ran_ms": round(ran, 2),
+            "around_ms": round(total_ms - queued - ran, 2), "spans": spans}
+
+
+def tail(parts: list[dict[str, Any]], share: float = 0.01) -> dict[str, Any]:
+    """The median split of all jobs, and the split of each of the slowest ``share`` of them."""
+    slowest = sorted(parts, key=lambda part: part["total_ms"], reverse=True)[:max(1, round(len(parts) * share))]
+    return {"median": {name: round(statistics.median(part[name] for part in parts), 2)
+                       for name in ("total_ms", "queued_ms", "ran_ms", "around_ms")},
+            "slowest": slowest}
 
 
 def _row(rates: list[float], latencies: list[float]) -> dict[str, Any]:
@@ -157,7 +190,9 @@ def run_service_bench(jobs: int = 1000, latency_runs: int = 300, rounds: int = 5
                     compound_rates.append(bench.ferret_throughput(COMPOUND, jobs, workers))
                 log(f"latency with {workers} worker(s)")
                 raw = _row(raw_rates, bench.raw_latency(latency_runs, workers))
-                fast = _row(fast_rates, bench.ferret_latency(FAST, latency_runs, workers))
+                fast_parts: list[dict[str, Any]] = []
+                fast = _row(fast_rates, bench.ferret_latency(FAST, latency_runs, workers, fast_parts))
+                fast["tail"] = tail(fast_parts)
                 compound = _row(compound_rates, bench.ferret_latency(COMPOUND, latency_runs, workers))
                 report[f"{workers}_workers"] = {
                     "raw_rq": raw, "ferret_fast": fast, "ferret_compound": compound,
@@ -184,4 +219,16 @@ def markdown(report: dict[str, Any]) -> str:
         for name in ("raw_rq", "ferret_fast", "ferret_compound"):
             r = row[name]
             lines.append(f"| {workers} | {name} | {r['jobs_per_s']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} |")
+    for workers in (1, 2):
+        found = report[f"{workers}_workers"]["ferret_fast"].get("tail")
+        if not found:
+            continue
+        median = found["median"]
+        lines.append(f"\nFast path, {workers} worker(s): a job's time, median: total {median['total_ms']} ms = "
+                     f"queued {median['queued_ms']} + ran {median['ran_ms']} + around {median['around_ms']}; "
+                     "the slowest 1%:")
+        for part in found["slowest"]:
+            spans = ", ".join(f"{name} {ms}" for name, ms in part["spans"].items())
+            lines.append(f"- total {part['total_ms']} ms = queued {part['queued_ms']} + ran {part['ran_ms']} "
+                         f"({spans}) + around {part['around_ms']}")
     return "\n".join(lines)

@@ -17,7 +17,14 @@ def test_the_service_bench_measures_both_systems_with_one_and_two_workers():
         pairs = zip(row["ferret_fast"]["rounds"], row["raw_rq"]["rounds"], strict=True)
         assert len(row["raw_rq"]["rounds"]) == 2
         assert row["fast_throughput_ratio_rounds"] == pytest.approx([f / r for f, r in pairs], rel=0.01)
-    assert markdown(report).count("\n") == 7  # header, rule, three systems x two worker counts
+        tail = row["ferret_fast"]["tail"]  # where the fast path's time went, the slowest job's too
+        assert len(tail["slowest"]) == 1 and tail["slowest"][0]["total_ms"] >= tail["median"]["total_ms"]
+        for part in tail["slowest"]:
+            assert part["queued_ms"] >= 0 and part["ran_ms"] > 0 and isinstance(part["spans"], dict)
+            assert part["queued_ms"] + part["ran_ms"] + part["around_ms"] == pytest.approx(part["total_ms"], abs=0.05)
+    table = markdown(report).split("\n")
+    assert len([line for line in table if line.startswith("|")]) == 8  # header, rule, three systems x two counts
+    assert len([line for line in table if line.startswith("- total ")]) == 2  # a slowest job per worker count
 
 
 def test_the_throughput_ratio_is_the_median_of_the_rounds_own_ratios():
