@@ -48,7 +48,7 @@ import redis
 from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from redis.connection import AbstractConnection as SyncConnection
 
-from benchmarks.common import percentile, private_redis, stop_processes
+from benchmarks.common import cpu_seconds, percentile, private_redis, stop_processes
 from benchmarks.locomo import load
 from benchmarks.loop_stall import StallMeter
 from ferret.records import Memory
@@ -76,6 +76,7 @@ class Row:
     redis_commands: int = 0
     stall: dict[str, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # workers, redis, driver (this process)
 
     def report(self) -> dict[str, Any]:
         turns = max(1, self.asked)
@@ -92,6 +93,8 @@ class Row:
             "redis_commands_per_turn": round(self.redis_commands / turns, 2),
             **{f"loop_{name}": value for name, value in self.stall.items()},
             "wall_s": round(self.wall_seconds, 1),
+            **{f"cpu_ms_per_turn_{name}": round(seconds * 1000 / turns, 2)
+               for name, seconds in self.cpu_seconds.items()},
         }
 
 
@@ -194,10 +197,13 @@ def run(data: Path, agents: int = 100, turns: int = 10, periods: tuple[float, ..
                         plays.append(memories[history:history + turns])
                     row = Row(arrival, period, agents, turns)
                     commands_before = int(sync.info("stats")["total_commands_processed"])
+                    cpu_before = _cpu(processes, server.process)
                     began = time.perf_counter()
                     with _RoundTrips() as counted:
                         asyncio.run(_measure(environ, row, plays, think))
                     row.wall_seconds = time.perf_counter() - began
+                    row.cpu_seconds = {name: spent - cpu_before[name]
+                                       for name, spent in _cpu(processes, server.process).items()}
                     row.client_round_trips = counted.count
                     row.redis_commands = int(sync.info("stats")["total_commands_processed"]) - commands_before
                     rows.append(row.report())
@@ -205,6 +211,15 @@ def run(data: Path, agents: int = 100, turns: int = 10, periods: tuple[float, ..
             stop_processes(processes)
             server.stop()
     return rows
+
+
+def _cpu(workers: list[subprocess.Popen[bytes]], redis_server: subprocess.Popen[bytes] | None) -> dict[str, float]:
+    """CPU seconds so far: the workers' (together), the redis-server's, and the driver's (this process:
+    the agents' event loop, the thread that writes memories, and the warm-up's imports)."""
+    own = os.times()
+    return {"workers": sum(cpu_seconds(worker.pid) for worker in workers),
+            "redis": cpu_seconds(redis_server.pid) if redis_server is not None else 0.0,
+            "driver": own.user + own.system}
 
 
 async def _measure(environ: dict[str, str], row: Row, plays: list[list[Memory]], think: float) -> None:

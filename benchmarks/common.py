@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 from collections.abc import Iterable
@@ -24,6 +25,12 @@ def summary_ms(seconds: list[float]) -> dict[str, float]:
     ms = [s * 1000 for s in seconds]
     return {"p50_ms": round(statistics.median(ms), 3), "p95_ms": round(percentile(ms, 95), 3),
             "p99_ms": round(percentile(ms, 99), 3), "n": len(ms)}
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time, its threads included (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def private_redis(directory: Path) -> EmbeddedRedis:

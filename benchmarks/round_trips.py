@@ -13,7 +13,6 @@ what a job costs Redis, so what one Redis core can carry.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from typing import Any
 import redis
 from redis.connection import AbstractConnection
 
-from benchmarks.common import private_redis, sample_memories
+from benchmarks.common import cpu_seconds, private_redis, sample_memories
 from ferret.settings import load_settings
 from producer.client import Producer
 from rq_wing.runner import build_worker
@@ -46,12 +45,6 @@ def _counting() -> Iterator[list[int]]:
         AbstractConnection.send_packed_command = original  # type: ignore[method-assign]
 
 
-def _cpu_seconds(pid: int) -> float:
-    """A process's user + system CPU time."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _round_trips(url: str, jobs: int, lean: bool, server_pid: int) -> tuple[int, float]:
     """Round trips the worker made, and the Redis server's CPU seconds for enqueue and run."""
     client = redis.Redis.from_url(url)
@@ -60,13 +53,13 @@ def _round_trips(url: str, jobs: int, lean: bool, server_pid: int) -> tuple[int,
     settings = load_settings(environ={"FERRET_REDIS__URL": url, "FERRET_CACHE__ENABLED": "false",
                                       "FERRET_SERVICE__LEAN_BOOKKEEPING": str(lean).lower()})
     producer = Producer(client, settings)
-    cpu_before = _cpu_seconds(server_pid)
+    cpu_before = cpu_seconds(server_pid)
     for number in range(jobs):
         producer.enqueue({"query": f"funding squeeze playbook {number}", "namespace": "bench"})
     worker = build_worker(client, settings, worker_class="simple")
     with _counting() as sent:
         worker.work(burst=True, logging_level="WARNING", with_scheduler=False)
-    return sent[0], _cpu_seconds(server_pid) - cpu_before
+    return sent[0], cpu_seconds(server_pid) - cpu_before
 
 
 def measure(jobs: int = 100) -> dict[str, float]:

@@ -303,7 +303,9 @@ def agents(data_path: Path, agents: int, turns: int, periods: str, arrivals: str
                    f"enqueue-to-ready p50 {row['enqueue_to_ready_p50_ms']} ms p99 {row['enqueue_to_ready_p99_ms']} ms, "
                    f"round trips/turn {row['client_round_trips_per_turn']} (agents) "
                    f"{row['redis_commands_per_turn']} (Redis commands, all), loop stall {row['loop_stall_ms']} ms "
-                   f"({row['loop_stall_cpu_ms']} ms CPU, {row['loop_stall_net_of_gc_ms']} ms net of GC pauses)")
+                   f"({row['loop_stall_cpu_ms']} ms CPU, {row['loop_stall_net_of_gc_ms']} ms net of GC pauses), "
+                   f"CPU ms/turn: workers {row['cpu_ms_per_turn_workers']}, redis {row['cpu_ms_per_turn_redis']}, "
+                   f"driver {row['cpu_ms_per_turn_driver']}")
     write_json(out_dir / "agents.json", rows)
     click.echo(json.dumps(rows))
 

@@ -36,4 +36,6 @@ def test_agents_play_write_prefetch_think_read(tmp_path):
         assert row["fresh_checked"] == 12 and row["fresh_rate"] == 1.0
         assert 0 <= row["ready_rate"] <= 1 and row["enqueue_to_ready_p99_ms"] >= row["enqueue_to_ready_p50_ms"] > 0
         assert row["client_round_trips_per_turn"] > 0 and row["redis_commands_per_turn"] > 0
-    assert "ready" in ran.stdout and "loop stall" in ran.stdout
+        assert row["cpu_ms_per_turn_workers"] > 0 and row["cpu_ms_per_turn_driver"] > 0  # where a turn's CPU goes
+        assert row["cpu_ms_per_turn_redis"] >= 0
+    assert "ready" in ran.stdout and "loop stall" in ran.stdout and "CPU ms/turn" in ran.stdout
