@@ -1,6 +1,6 @@
 """The real local model (``ferret llm serve``: Qwen2.5-Coder-1.5B-Instruct behind llama.cpp's server) for the
 ``real_llm`` tests, started once per session. They skip, saying why, when the llm extra is not installed
-(they fail instead when ``FERRET_REAL_LLM_REQUIRED`` is set, as .ci/run sets it)."""
+(they fail instead when ``REAL_LLM_REQUIRED`` is set, as .ci/run sets it)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def _missing() -> str | None:
 def real_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL of a running real model server."""
     missing = _missing()
-    if missing and os.environ.get("FERRET_REAL_LLM_REQUIRED"):  # CI installs the extra: a skip would hide it
-        pytest.fail(f"FERRET_REAL_LLM_REQUIRED is set but {missing}")
+    if missing and os.environ.get("REAL_LLM_REQUIRED"):  # CI installs the extra: a skip would hide it
+        pytest.fail(f"REAL_LLM_REQUIRED is set but {missing}")
     if missing:
         pytest.skip(missing)
     port = free_port()
