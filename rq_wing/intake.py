@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis
+from redis.commands.core import Script
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq.exceptions import NoSuchJobError, StopRequested
-from rq.job import JOB_ID_PATTERN, Job, JobStatus
+from rq.intermediate_queue import IntermediateQueue
+from rq.job import JOB_ID_PATTERN, Job, JobStatus, parse_job_id
 from rq.queue import Queue
 from rq.registry import FailedJobRegistry
 from rq.results import Result
@@ -115,13 +117,41 @@ def refusal_of(job: Job, queue: str) -> Refusal | None:
     return None
 
 
+# The first queue entry and its job hash in one round trip (``GuardedDequeue.one_trip``): KEYS are the
+# queues in order; ARGV[1] the intermediate queue when there is one queue (RQ moves the entry there, as
+# RQ's own LMOVE does), else ""; ARGV[2] the job-hash key prefix. An entry whose key is not a hash is
+# popped all the same and answered with false for its hash (refused as malformed, as a failed read is).
+_TAKE = """
+for _, queue in ipairs(KEYS) do
+  local entry
+  if ARGV[1] ~= '' then
+    entry = redis.call('LMOVE', queue, ARGV[1], 'LEFT', 'RIGHT')
+  else
+    entry = redis.call('LPOP', queue)
+  end
+  if entry then
+    local hash = redis.pcall('HGETALL', ARGV[2] .. entry)
+    if type(hash) == 'table' and hash.err then
+      return {queue, entry, false}
+    end
+    return {queue, entry, hash}
+  end
+end
+return false
+"""
+
+
 class GuardedDequeue:
     """Mixin for an RQ queue class (put it first): only Ferret jobs come out.
 
     ``on_refused`` is set per worker (see ``guarded_queue_class``); it must
-    not raise, and is called for every entry that is not run."""
+    not raise, and is called for every entry that is not run. With
+    ``one_trip`` (the lean layer), a waiting entry and its job hash are read
+    in one round trip (one Lua call) instead of RQ's pop and then its read;
+    when the queues are empty the worker blocks as RQ does."""
 
     on_refused: Callable[[Refusal], None] = staticmethod(lambda refusal: None)  # type: ignore[assignment]
+    one_trip: bool = False
 
     @classmethod
     def dequeue_any(cls: Any, queues: Iterable[Queue], timeout: int | None, connection: Redis,
@@ -132,19 +162,27 @@ class GuardedDequeue:
         job_cls = job_class or cls.job_class
         while True:
             keys = [q.key for q in queues]
-            if len(keys) == 1 and get_version(connection) >= (6, 2, 0):
+            single = len(keys) == 1 and get_version(connection) >= (6, 2, 0)
+            stored: StoredHash | None = None
+            taken = _take(connection, keys, single) if cls.one_trip else None
+            if taken is not None:
+                queue_key, raw, stored = taken
+            elif cls.one_trip and timeout is None:  # not blocking, and the queues were empty just now
+                return None
+            elif single:
                 popped = cls.lmove(connection, keys[0], timeout)
             else:
                 popped = cls.lpop(keys, timeout, connection=connection)
-            if popped is None:
-                return None
-            queue_key, raw = popped
+            if taken is None:
+                if popped is None:
+                    return None
+                queue_key, raw = popped
             queue_key = queue_key.decode() if isinstance(queue_key, bytes) else queue_key
             queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
                                        serializer=serializer, death_penalty_class=death_penalty_class)
             raw = raw if isinstance(raw, bytes) else str(raw).encode()
             try:
-                job, refusal = take_entry(job_cls, raw, queue, connection, serializer)
+                job, refusal = take_entry(job_cls, raw, queue, connection, serializer, stored)
             except StopRequested:  # the worker stops while reading the entry: it goes back, untouched
                 _put_back(connection, queue, raw)
                 raise
@@ -154,6 +192,28 @@ class GuardedDequeue:
                 connection.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]  # lmove put it there
                 logger.warning("queue %s: refused entry %s: %s", queue.name, refusal.shown_id(raw), refusal.message)
                 _notify(cls.on_refused, refusal)
+
+
+StoredHash = dict[bytes, bytes] | Exception  # a job hash read with its entry, or why it could not be
+_take_script: Script | None = None
+
+
+def _take(connection: Redis, queue_keys: list[str], single: bool) -> tuple[str, bytes, StoredHash] | None:
+    """The first waiting entry of ``queue_keys`` and its job hash, in one round trip; None when every
+    queue is empty."""
+    global _take_script
+    if _take_script is None:
+        _take_script = connection.register_script(_TAKE)  # EVALSHA, the script loaded on first use
+    intermediate = IntermediateQueue.get_intermediate_queue_key(queue_keys[0]) if single else ""
+    found = _take_script(keys=queue_keys, args=[intermediate, Job.redis_job_namespace_prefix], client=connection)
+    if not found:
+        return None
+    queue_key, raw, fields = found
+    queue_key = queue_key.decode() if isinstance(queue_key, bytes) else str(queue_key)
+    raw = raw if isinstance(raw, bytes) else str(raw).encode()
+    if fields is None or fields is False or not isinstance(fields, list):
+        return queue_key, raw, ValueError("the entry's job key is not a hash")
+    return queue_key, raw, dict(zip(fields[::2], fields[1::2], strict=True))
 
 
 def _put_back(connection: Redis, queue: Queue, raw: bytes) -> None:
@@ -166,13 +226,15 @@ def _put_back(connection: Redis, queue: Queue, raw: bytes) -> None:
 
 
 def take_entry(job_cls: type[Job], raw: bytes | str, queue: Queue, connection: Redis,
-               serializer: Any) -> tuple[Job | None, Refusal | None]:
-    """The Ferret job a queue or registry entry names, or why it is refused."""
+               serializer: Any, stored: StoredHash | None = None) -> tuple[Job | None, Refusal | None]:
+    """The Ferret job a queue or registry entry names, or why it is refused; ``stored``: its job hash,
+    when it was read with the entry (else it is read here)."""
     job_id = _readable_id(raw if isinstance(raw, bytes) else raw.encode())
     if job_id is None:
         return None, Refusal("bad_id", "not a valid RQ job id", queue.name, None)
     try:
-        job = job_cls.fetch(job_id, connection=connection, serializer=serializer)
+        job = job_cls.fetch(job_id, connection=connection, serializer=serializer) if stored is None \
+            else _restored(job_cls, job_id, connection, serializer, stored)
     except NoSuchJobError as exc:
         missing = "has no job hash" if "Unexpected job format" not in str(exc) else "job hash has no data"
         return None, Refusal("no_job_hash", missing, queue.name, job_id)
@@ -188,6 +250,17 @@ def take_entry(job_cls: type[Job], raw: bytes | str, queue: Queue, connection: R
     return (None, refusal) if refusal is not None else (job, None)
 
 
+def _restored(job_cls: type[Job], job_id: str, connection: Redis, serializer: Any, stored: StoredHash) -> Job:
+    """``Job.fetch`` from a hash already read: the same job, the same errors."""
+    if isinstance(stored, Exception):
+        raise stored
+    job = job_cls(parse_job_id(job_id), connection=connection, serializer=serializer)
+    if not stored:
+        raise NoSuchJobError(f"No such job: {job.key}")
+    job.restore(stored)
+    return job
+
+
 def _notify(hook: Callable[[Refusal], None], refusal: Refusal) -> None:
     try:
         hook(refusal)
@@ -201,7 +274,7 @@ def guarded_queue_class(on_refused: Callable[[Refusal], None], lean: bool = True
     """Ferret's queue class for one worker: refusals go to ``on_refused``; over
     ``LeanQueue`` (no dependents look-up, see ``bookkeeping``) or RQ's own ``Queue``."""
     base = LeanQueue if lean else Queue
-    return type("GuardedQueue", (GuardedDequeue, base), {"on_refused": staticmethod(on_refused)})
+    return type("GuardedQueue", (GuardedDequeue, base), {"on_refused": staticmethod(on_refused), "one_trip": lean})
 
 
 def mark_failed(job: Job, queue: Queue, message: str, worker_name: str = "") -> None:

@@ -53,20 +53,25 @@ def test_a_job_on_another_queue_than_its_own_is_refused(client):
     assert refusal is not None and refusal.reason == "malformed_job"
 
 
-def test_dequeue_skips_every_bad_entry_and_returns_the_next_good_job(client):
+@pytest.mark.parametrize("lean", [True, False], ids=["one trip (lean)", "RQ's pop then read"])
+def test_dequeue_skips_every_bad_entry_and_returns_the_next_good_job(client, lean):
     refused: list[Refusal] = []
-    queue_class = guarded_queue_class(refused.append)
+    queue_class = guarded_queue_class(refused.append, lean)
     queue = queue_class("prefetch", connection=client, serializer=JSONSerializer)
     good = queue.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
     client.lrem(queue.key, 1, good.id)
     foreign = queue.enqueue_call("os.system", args=("touch x",))
     client.lrem(queue.key, 1, foreign.id)
     client.hset("rq:job:fr-" + "1" * 32, mapping={"origin": "prefetch", "data": zlib.compress(b"\xff")})
-    client.rpush(queue.key, b"bad.id", b"\xff", "fr-" + "0" * 32, "fr-" + "1" * 32, foreign.id, good.id)
+    client.rpush("rq:job:fr-" + "2" * 32, b"a list where a job hash should be")
+    client.rpush(queue.key, b"bad.id", b"\xff", "fr-" + "0" * 32, "fr-" + "1" * 32, "fr-" + "2" * 32, foreign.id,
+                 good.id)
     job, from_queue = queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer)
     assert job.id == good.id and from_queue.name == "prefetch"
-    assert [r.reason for r in refused] == ["bad_id", "bad_id", "no_job_hash", "malformed_job", "not_ferret_job"]
-    assert refused[4].job is not None and refused[2].job_id == "fr-" + "0" * 32
+    assert [r.reason for r in refused] == ["bad_id", "bad_id", "no_job_hash", "malformed_job", "malformed_job",
+                                           "not_ferret_job"]
+    assert refused[5].job is not None and refused[2].job_id == "fr-" + "0" * 32
+    assert client.lrange(queue.key, 0, -1) == [] and client.lrange(queue.intermediate_queue_key, 0, -1) == []
     assert queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer) is None
 
 
@@ -93,10 +98,10 @@ def test_a_stop_while_reading_an_entry_stops_the_worker_and_the_entry_goes_back(
     queue_class = guarded_queue_class(refused.append)
     queue = queue_class("prefetch", connection=client, serializer=JSONSerializer)
     good = queue.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
-    if where == "reading the hash":
+    if where == "reading the hash":  # taken from the hash read with the entry (lean) or from RQ's read
         def stopped(*args, **kwargs):
             raise StopRequested()
-        monkeypatch.setattr(Job, "refresh", stopped)
+        monkeypatch.setattr(Job, "restore", stopped)
     else:
         monkeypatch.setattr(JSONSerializer, "loads", staticmethod(lambda data: (_ for _ in ()).throw(StopRequested())))
     with pytest.raises(StopRequested):
@@ -107,3 +112,23 @@ def test_a_stop_while_reading_an_entry_stops_the_worker_and_the_entry_goes_back(
     monkeypatch.undo()
     job, _ = queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer)
     assert job.id == good.id
+
+
+def test_a_waiting_job_comes_off_the_queues_with_its_hash_in_one_round_trip(client):
+    queue_class = guarded_queue_class(lambda refusal: None)
+    prefetch = queue_class("prefetch", connection=client, serializer=JSONSerializer)
+    batch = queue_class("batch", connection=client, serializer=JSONSerializer)
+    first = batch.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
+    good = batch.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
+    assert queue_class.dequeue_any([prefetch, batch], 5, connection=client, serializer=JSONSerializer)[0].id == first.id
+    sent: list[tuple] = []  # the script is loaded now
+    original = client.execute_command
+
+    def counted(*args, **kwargs):
+        sent.append(args)
+        return original(*args, **kwargs)
+
+    client.execute_command = counted
+    job, from_queue = queue_class.dequeue_any([prefetch, batch], 5, connection=client, serializer=JSONSerializer)
+    assert job.id == good.id and from_queue.name == "batch" and job.args[0]["request"] == {"query": "BTC"}
+    assert [args[0] for args in sent] == ["EVALSHA"]
