@@ -1,0 +1,52 @@
+"""A compound set kept untouched: ten ways of joining two questions that no rule was written for.
+
+Written before any decomposition or ranking change of issue 30 was tuned, and frozen in
+``benchmarks/data/untouched_joins.jsonl`` (two questions of one conversation with disjoint evidence,
+per join style and conversation). Nothing is tuned on it: it is only measured, so it says whether a
+change carries over to phrasings nobody tried. ``ferret bench retrieval --folds`` reads the file; this
+module only wrote it (``python -m benchmarks.untouched_joins DATA OUT``) and names the styles.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from benchmarks.locomo import CompoundQuery, load, read_compound_file
+from benchmarks.phrasings import Phrasing, _bare, _low, phrasing_sets, write_sets
+
+FROZEN = Path(__file__).parent / "data" / "untouched_joins.jsonl"
+
+# One question mark at most where a person would write one; the joins sit where the rules do not look.
+UNTOUCHED: tuple[Phrasing, ...] = (
+    Phrasing("on_top_of_that", 2, lambda qs: f"{_bare(qs[0])}, and on top of that {_low(qs[1])}?"),
+    Phrasing("another_thing", 2, lambda qs: f"{_bare(qs[0])}. Another thing: {_low(qs[1])}?"),
+    Phrasing("in_addition", 2, lambda qs: f"{_bare(qs[0])}. In addition, {_low(qs[1])}?"),
+    Phrasing("id_also_like_to_know", 2, lambda qs: f"{_bare(qs[0])}? I'd also like to know {_low(qs[1])}."),
+    Phrasing("and_separately", 2, lambda qs: f"{_bare(qs[0])}, and separately, {_low(qs[1])}?"),
+    Phrasing("while_youre_at_it", 2, lambda qs: f"{_bare(qs[0])} - while you're at it, {_low(qs[1])}?"),
+    Phrasing("slash", 2, lambda qs: f"{_bare(qs[0])} / {_low(qs[1])}?"),
+    Phrasing("parenthesis", 2, lambda qs: f"{_bare(qs[0])} (and {_low(qs[1])})?"),
+    Phrasing("semicolon_additionally", 2, lambda qs: f"{_bare(qs[0])}; additionally, {_low(qs[1])}?"),
+    Phrasing("two_sentences", 2, lambda qs: f"{_bare(qs[0])}. {_bare(qs[1])}."),
+)
+
+
+def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
+    """The frozen rows, by join style."""
+    sets: dict[str, list[CompoundQuery]] = {}
+    for query in read_compound_file(path):
+        sets.setdefault(query.template, []).append(query)
+    return sets
+
+
+def main(data: str, out: str) -> None:
+    sets = phrasing_sets(load(Path(data)).questions, per_conversation=8, seed=30, phrasings=UNTOUCHED)
+    directory = Path(out)
+    write_sets(sets, directory)
+    rows = [line for p in UNTOUCHED for line in (directory / f"{p.name}.jsonl").read_text().splitlines()]
+    FROZEN.write_text("\n".join(rows) + "\n")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
