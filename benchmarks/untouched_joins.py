@@ -31,6 +31,22 @@ UNTOUCHED: tuple[Phrasing, ...] = (
     Phrasing("two_sentences", 2, lambda qs: f"{_bare(qs[0])}. {_bare(qs[1])}."),
 )
 
+# A second set, written after the clause rule (``worker.pipeline.clauses``) and frozen before it was
+# ever run on it: the first set's styles were known when that rule was written, these were not.
+FROZEN_AFTER = Path(__file__).parent / "data" / "untouched_joins_after.jsonl"
+UNTOUCHED_AFTER: tuple[Phrasing, ...] = (
+    Phrasing("comma_plus", 2, lambda qs: f"{_bare(qs[0])}, plus {_low(qs[1])}?"),
+    Phrasing("but_also", 2, lambda qs: f"{_bare(qs[0])}, but also {_low(qs[1])}?"),
+    Phrasing("ellipsis_and", 2, lambda qs: f"{_bare(qs[0])}... and {_low(qs[1])}?"),
+    Phrasing("colon", 2, lambda qs: f"{_bare(qs[0])}: {_low(qs[1])}?"),
+    Phrasing("could_you_tell_me", 2, lambda qs: f"Could you tell me {_low(qs[0])}, and {_low(qs[1])}?"),
+    Phrasing("im_also_curious", 2, lambda qs: f"{_bare(qs[0])}, and I'm also curious: {_low(qs[1])}?"),
+    Phrasing("followed_by", 2, lambda qs: f"{_bare(qs[0])}, followed by {_low(qs[1])}?"),
+    Phrasing("ampersand", 2, lambda qs: f"{_bare(qs[0])} & {_low(qs[1])}?"),
+    Phrasing("dash_plus", 2, lambda qs: f"{_bare(qs[0])} — plus, {_low(qs[1])}?"),
+    Phrasing("question_then_and", 2, lambda qs: f"{_bare(qs[0])}? And {_low(qs[1])}."),
+)
+
 
 def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
     """The frozen rows, by join style."""
@@ -40,13 +56,14 @@ def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
     return sets
 
 
-def main(data: str, out: str) -> None:
-    sets = phrasing_sets(load(Path(data)).questions, per_conversation=8, seed=30, phrasings=UNTOUCHED)
+def main(data: str, out: str, which: str = "first") -> None:
+    styles, seed, frozen = (UNTOUCHED, 30, FROZEN) if which == "first" else (UNTOUCHED_AFTER, 31, FROZEN_AFTER)
+    sets = phrasing_sets(load(Path(data)).questions, per_conversation=8, seed=seed, phrasings=styles)
     directory = Path(out)
     write_sets(sets, directory)
-    rows = [line for p in UNTOUCHED for line in (directory / f"{p.name}.jsonl").read_text().splitlines()]
-    FROZEN.write_text("\n".join(rows) + "\n")
+    rows = [line for p in styles for line in (directory / f"{p.name}.jsonl").read_text().splitlines()]
+    frozen.write_text("\n".join(rows) + "\n")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])
