@@ -159,6 +159,9 @@ class PipelineSettings(_Strict):
     replacement_floor: float = Field(0.25, ge=0, le=1)
     max_replacements: int = Field(2, ge=0, le=20)
     intent_boost: float = Field(1.3, ge=1.0, le=5.0)
+    # A hit by or about a name the question names (a transcript line's speaker, its title's names):
+    # score x subject_boost (worker/pipeline/subjects.py; 1.0 switches it off).
+    subject_boost: float = Field(2.0, ge=1.0, le=5.0)
     max_context_tokens: int = Field(4000, ge=50, le=200_000)
     moderate_depth_factor: float = Field(1.5, ge=1.0, le=4.0)
     # Seed 000: messages with nothing to search get an ``ok`` result without a search (case and punctuation

@@ -35,6 +35,9 @@ MODALS = frozenset("can could would should".split())
 PERFECT = frozenset("have has had".split())
 PRONOUNS = frozenset("i me my we our you your he she his her they them their it its this that these those".split())
 ARTICLES_AND_LINKS = frozenset("a an the and or".split())
+# Capitalised words that name a time, not anyone or anything a question is about.
+CALENDAR = frozenset("""january february march april may june july august september october november december
+monday tuesday wednesday thursday friday saturday sunday""".split())
 # Asking verbs a query may open with ("tell me about ...", "find ...").
 REQUEST_PHRASES = r"tell me about|tell me|show me|give me|find|get|check"
 

@@ -1,7 +1,9 @@
 """Stage 6, merge & select.
 
 1. intent boost: ``score x boost`` for hits whose section matches an intent,
-   ``original_score`` kept (a multiplier, never a filter);
+   ``original_score`` kept (a multiplier, never a filter); then the subject
+   boost: ``score x subject_boost`` for hits by or about a name the
+   sub-query names (``worker.pipeline.subjects``);
 2. each sub-query's hits ranked by score, ties by id;
 3. dynamic cutoff, per sub-query: keep hits scoring at least that
    sub-query's top x ``relevance_ratio`` (a weak part is judged against its
@@ -29,6 +31,7 @@ from itertools import zip_longest
 
 from ferret.records import Hit, Section, SubQueryOutcome
 from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
+from worker.pipeline.subjects import apply_subject_boost, named_in
 
 
 def apply_intent_boost(hits: Sequence[Hit], intents: Sequence[Section], boost: float,
@@ -48,15 +51,20 @@ def _rank(hits: Iterable[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
-def _kept(outcome: SubQueryOutcome, intents: Sequence[Section], boost: float, ratio: float,
-          sections: SectionMap) -> list[Hit]:
-    """One sub-query's hits: boosted, ranked, cut at its top x ratio, tagged with it."""
-    ranked = _rank(apply_intent_boost(outcome.hits, intents, boost, sections))
+def _ranked(outcome: SubQueryOutcome, intents: Sequence[Section], boost: float, sections: SectionMap,
+            subject_boost: float) -> list[Hit]:
+    """One sub-query's hits: boosted, ranked, tagged with it."""
+    boosted = apply_intent_boost(outcome.hits, intents, boost, sections)
+    ranked = _rank(apply_subject_boost(boosted, named_in(outcome.query), subject_boost))
+    return [h if h.sub_query == outcome.index else replace(h, sub_query=outcome.index) for h in ranked]
+
+
+def _cut(ranked: list[Hit], ratio: float) -> list[Hit]:
+    """The ranked hits scoring at least the top one's x ``ratio``."""
     if not ranked:
         return []
     cutoff = ranked[0].score * ratio
-    return [h if h.sub_query == outcome.index else replace(h, sub_query=outcome.index)
-            for h in ranked if h.score >= cutoff]
+    return [h for h in ranked if h.score >= cutoff]
 
 
 def merge_and_select(
@@ -64,6 +72,7 @@ def merge_and_select(
     *,
     intents: Sequence[Section] = (),
     intent_boost: float = 1.0,
+    subject_boost: float = 1.0,
     relevance_ratio: float,
     max_results: int,
     min_results: int = 0,
@@ -71,10 +80,11 @@ def merge_and_select(
     sections: SectionMap = DEFAULT_SECTIONS,
 ) -> tuple[Hit, ...]:
     """Merge sub-query outcomes into one cut, interleaved and capped list."""
-    selected = _interleave([_kept(o, intents, intent_boost, relevance_ratio, sections) for o in outcomes])
+    lists = [_ranked(o, intents, intent_boost, sections, subject_boost) for o in outcomes]
+    selected = _interleave([_cut(hits, relevance_ratio) for hits in lists])
     if len(selected) < max_results:
         taken = {h.id for h in selected}
-        every = _interleave([_kept(o, intents, intent_boost, 0.0, sections) for o in outcomes])
+        every = _interleave(lists)
         rest = [h for h in every if h.id not in taken]
         refill = rest[: max(0, min_results - len(selected))]  # the cutoff may not starve the context
         selected += tuple(refill)

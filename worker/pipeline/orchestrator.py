@@ -523,7 +523,8 @@ def _orchestrate(run: _Run, use_remote_classifier: bool, rerank: bool) -> Pipeli
     with run.tracer.span("merge") as span:
         merged = merge_and_select(
             outcomes, intents=plan.classification.intents, intent_boost=settings.intent_boost,
-            relevance_ratio=settings.relevance_ratio, max_results=settings.max_results,
+            subject_boost=settings.subject_boost, relevance_ratio=settings.relevance_ratio,
+            max_results=settings.max_results,
             min_results=settings.min_results, good_score=settings.good_score,
             sections=run.sections,
         )
