@@ -19,6 +19,7 @@ from ferret.records import Section
 from ferret.text import (
     ARTICLES_AND_LINKS,
     AUXILIARIES,
+    CALENDAR,
     EN_QUESTION_WORD_SET,
     PERFECT,
     PRONOUNS,
@@ -26,6 +27,7 @@ from ferret.text import (
     QUESTION_WORDS,
     WORD,
 )
+from worker.pipeline.clauses import standalone_questions
 from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 
 
@@ -206,21 +208,33 @@ _JOINT = re.compile(r"\b(?:both|together|in common|each other|one another|share[
                     r"they|their|them|ensemble|tous les deux|juntos|juntas|ambos|zusammen|beide)\b", re.IGNORECASE)
 
 
+_ASKED = re.compile(rf"^\s*¿?(?:{'|'.join(QUESTION_WORDS.values())}|is|are|was|were|did|does|do|can|could|would|"
+                    r"will|has|have)\b|\?", re.IGNORECASE)
+
+
 def joins_entities(query: str, entities: tuple[str, ...]) -> bool:
-    """Two entities joined by and/&/vs: "BTC and SOL analysis" (not "What do Jon and Gina both like?")."""
+    """Two things joined by and/&/vs to be looked up one by one: "BTC and SOL analysis", "What's my
+    thesis on BTC and ETH?" (codes: tickers, acronyms). Names joined in a question are asked about
+    together, as the question's one subject or object: "What did Jon and Gina decide?", "What deals
+    did John sign with Nike and Gatorade?"; and so is a question about both ("What do Jon and Gina
+    both like?", "Tim and John's favourite player"). Month and day names join nothing."""
+    entities = tuple(e for e in entities if e.lower() not in CALENDAR)
     if len(entities) < 2 or _JOINT.search(query):
         return False
     names = "|".join(re.escape(e) for e in entities)
     # "Tim and John's favourite player": one possessive for both, a joint question.
-    found = re.search(rf"\b(?:{names})\s*(?:,|\band\b|&|\bvs\.?\b|\bversus\b)\s*(?:{names})(?:['’]s)?\b", query)
-    return found is not None and not found.group(0).endswith(("'s", "’s"))
+    found = re.search(rf"\b({names})\s*(?:,|\band\b|&|\bvs\.?\b|\bversus\b)\s*({names})(?:['’]s)?\b", query)
+    if found is None or found.group(0).endswith(("'s", "’s")):
+        return False
+    codes = all(name.isupper() for name in found.groups())
+    return codes or _ASKED.search(query) is None
 
 
 def classify(query: str, sections: SectionMap = DEFAULT_SECTIONS) -> Classification:
     """Classify a query. Pure, deterministic, no I/O."""
     entities = entities_of(query)
     found = [code for code, pattern in _DISQUALIFIERS.items() if pattern.search(query)]
-    if "D4" not in found and joins_entities(query, entities):
+    if "D4" not in found and (joins_entities(query, entities) or len(standalone_questions(query)) > 1):
         found.append("D4")
     query_type, confidence = _query_type(query)
     return Classification(

@@ -9,7 +9,10 @@ first that yields two or more parts wins:
 3. "also"                            "Check BTC, also look at ETH"
 4. "as well as"                      union
 5. sequential "then" / "after that"  sequential merge
-6. multi-entity                      "BTC and SOL analysis" -> per entity
+6. clauses that stand alone          "X. Another thing: Y?", "X / Y?", "X (and Y)?"
+                                     (``worker.pipeline.clauses``: any join)
+7. multi-entity                      "BTC and SOL analysis" -> per entity (codes, or
+                                     names outside a question: ``classify.joins_entities``)
 
 Parts must be longer than 3 characters; at most ``max_parts`` are kept. A
 part that refers back ("... and where did I set its stop?") keeps the
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ferret.contract import Turn
-from ferret.text import REQUEST_PHRASES
+from ferret.text import CALENDAR, REQUEST_PHRASES
 from worker.pipeline.classify import (
     ALL_QUESTION_WORDS,
     QUESTION_WORD,
@@ -34,6 +37,7 @@ from worker.pipeline.classify import (
     entities_of,
     joins_entities,
 )
+from worker.pipeline.clauses import standalone_questions
 from worker.pipeline.rewrite import rewrite
 
 MAX_DECOMPOSABLE_CHARS = 500
@@ -140,6 +144,7 @@ def decompose(query: str, classification: Classification, max_parts: int) -> Dec
         ("also", "union", _split(_ALSO, query)),
         ("as_well_as", "union", _split(_AS_WELL_AS, query)),
         ("sequential", "sequential", _split(_SEQUENTIAL, query)),
+        ("clauses", "union", _clean(standalone_questions(query))),
         ("entity", "union", _by_entity(query, classification)),
     )
     for strategy, merge, parts in attempts:
@@ -149,16 +154,11 @@ def decompose(query: str, classification: Classification, max_parts: int) -> Dec
     return single
 
 
-# Capitalised words that name a time, not whom a part is about.
-_CALENDAR = frozenset("""january february march april may june july august september october november december
-monday tuesday wednesday thursday friday saturday sunday""".split())
-
-
 def _shared_subject(parts: list[str]) -> list[str]:
     """Each part after the first that names no one of its own with its references resolved from the
     parts before it ("and where did I set its stop?"); a part that names its subject is left as it is."""
     resolved = parts[:1]
     for part in parts[1:]:
-        own = [e for e in entities_of(part) if e.lower() not in _CALENDAR]
+        own = [e for e in entities_of(part) if e.lower() not in CALENDAR]
         resolved.append(part if own else rewrite(part, [Turn(content=p) for p in resolved]).query)
     return resolved

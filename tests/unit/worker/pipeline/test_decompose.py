@@ -173,3 +173,24 @@ def test_a_part_that_names_its_own_subject_keeps_it():
 def test_a_date_is_not_whom_a_part_is_about():
     assert _parts("What did Nate buy for the party?\nWhat game is he playing on November 7, 2022?") == (
         "What did Nate buy for the party", "What game is Nate playing on November 7, 2022")
+
+
+@pytest.mark.parametrize("query", ["When did Jon and Gina decide to collaborate to create dance content?",
+                                   "What kind of deals did John sign with Nike and Gatorade?",
+                                   "Why do Tim and John find LeBron inspiring?",
+                                   "Was the first half of September 2022 a good month for Nate and Joanna?"])
+def test_names_joined_in_a_question_are_its_one_subject_or_object(query):
+    assert _parts(query) == (query,)
+
+
+def test_codes_joined_in_a_question_are_still_looked_up_one_by_one():
+    assert _parts("What's my thesis on BTC and SOL?") == ("BTC thesis", "SOL thesis")
+
+
+@pytest.mark.parametrize("query, parts", [
+    ("Where does Caroline live. Another thing: what does Melanie paint?",
+     ("Where does Caroline live", "what does Melanie paint")),
+    ("What does Caroline paint / where does Melanie run?", ("What does Caroline paint", "where does Melanie run")),
+])
+def test_questions_that_stand_alone_are_split_however_joined(query, parts):
+    assert _parts(query) == parts

@@ -1,0 +1,87 @@
+"""Questions that stand alone: the general test of a compound query.
+
+The decomposer's other strategies each know one way of joining questions. This one knows none: it
+cuts the query at every clause boundary (a sentence's end, a semicolon, a slash, a bracket, a dash,
+", and" / ", but" / ", or") and keeps a cut only where the clauses on both sides stand alone. A
+clause stands alone when, after a lead-in that asks nothing, it opens a question or a request and
+holds a word of its own to search:
+
+- the lead-in: joiners ("and", "plus", "also"), a short phrase closed by a comma or a colon ("In
+  addition,", "Another thing:", "While you're at it,"), up to four words before a question word or
+  an auxiliary that do not name a subject ("and on top of that would Melanie ..."), or a phrase of
+  wanting to know ("I'd also like to know", "I wonder");
+- the opening: a question word (after a preposition too), an auxiliary and whom it asks about
+  ("would Melanie", "did she"), or an asking verb ("tell me", "show me");
+- a word of its own: one that is neither a question word nor a stop word ("to whom" has none).
+
+A clause that does not stand alone belongs to the clause before it ("Was it a good month? Answer
+yes or no.", "What did Caroline (the counselor) research?"). Two clauses that stand alone are two
+questions, however they were joined.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ferret.text import QUESTION_WORDS, REQUEST_PHRASES
+from worker.backends.tokens import tokenize
+
+_BOUNDARY = re.compile(r"(?<=[.?!])\s+(?=¿?[A-Z])|\s*;\s*|\s+/\s+|\s*\(\s*|\s*\)\s*|\s+[-–—]{1,2}\s+"
+                       r"|,\s*(?=(?:and|but|or)\b)")
+_JOINERS = re.compile(r"^(?:(?:and|but|or|plus|also|so|then|oh|et|puis|y|und|aussi|también|además|außerdem)\b"
+                      r"[\s,:]*)+", re.IGNORECASE)
+_PUNCTUATED_LEAD_IN = re.compile(r"^[^,:?]{1,40}?[,:]\s+")
+_WANTING_TO_KNOW = re.compile(r"^(?:i(?:'d| would)?|i'm|i am)\s+(?:also\s+)?"
+                              r"(?:like to know|want to know|wonder(?:ing)?|curious)\s+(?:about\s+)?", re.IGNORECASE)
+_PREPOSITION = r"(?:in|on|at|for|to|from|with|by|of|about|since|until|after|before|during|around|within)"
+_AUXILIARY = r"(?:is|are|was|were|did|does|do|can|could|would|will|has|have)"
+_SUBJECT = r"(?:(?-i:[A-Z])\w*|you|he|she|it|we|they|there|the|my|your|his|her|their|i)"
+_OPENING = re.compile(rf"¿?(?:{_PREPOSITION}\s+)?(?:{'|'.join(QUESTION_WORDS.values())})\b|{_AUXILIARY}\s+{_SUBJECT}\b"
+                      rf"|(?:{REQUEST_PHRASES})\b", re.IGNORECASE)
+# Words before the opening that would make it a statement's verb ("then she was the best").
+_SUBJECT_WORDS = frozenset("i you he she we they it".split())
+MAX_LEAD_IN_WORDS = 4
+
+
+def _question_start(clause: str) -> int | None:
+    """Where the question a clause asks opens, after its lead-in; None when it asks none."""
+    text = _JOINERS.sub("", clause.strip())
+    offset = len(clause) - len(clause.lstrip()) + (len(clause.strip()) - len(text))
+    for strip in (_PUNCTUATED_LEAD_IN, _WANTING_TO_KNOW):
+        found = strip.match(text)
+        if found and _OPENING.match(text, found.end()):
+            return offset + found.end()
+    if _OPENING.match(text):
+        return offset
+    words = list(re.finditer(r"\S+", text))
+    for index, word in enumerate(words[1:MAX_LEAD_IN_WORDS + 1], 1):
+        lead = words[index - 1].group()
+        if lead.lower() in _SUBJECT_WORDS or (index > 1 and lead[:1].isupper()):  # a statement's subject
+            return None
+        if _OPENING.match(text, word.start()):
+            return offset + word.start()
+    return None
+
+
+def _asks(clause: str) -> bool:
+    start = _question_start(clause)
+    return start is not None and bool(tokenize(clause[start:]))
+
+
+def standalone_questions(query: str) -> list[str]:
+    """The questions of ``query`` that stand alone (see the module's docstring), each from its
+    opening; one item (the whole query) when it asks one thing."""
+    clauses = [c for c in _BOUNDARY.split(query) if c and c.strip()]
+    joined: list[str] = []
+    for clause in clauses:
+        if joined and not _asks(clause):  # it belongs to the clause before ("?" after a bracket: no space)
+            joined[-1] += (" " if any(ch.isalnum() for ch in clause) else "") + clause.strip()
+        else:
+            joined.append(clause.strip())
+    if len(joined) < 2 or not _asks(joined[0]):
+        return [query]
+    questions = []
+    for clause in joined:
+        start = _question_start(clause)
+        questions.append(clause[start or 0:].strip(" \t\n,;:.!-–—"))
+    return questions
