@@ -163,7 +163,7 @@ def compound_sets(run: FoldRun, sets: Mapping[str, Sequence[CompoundQuery]], fer
 # The settings chosen on each fold's training part: the subject boost (1.0 is none), and with the semantic
 # retriever on, the semantic share of the text weight as well.
 SUBJECT_BOOSTS = (1.0, 1.25, 1.5, 2.0, 3.0)
-SEMANTIC_SHARES = (0.25, 0.5, 0.75)
+SEMANTIC_SHARES = (0.2, 0.35, 0.5)
 
 
 def tuned_candidates(base: PipelineSettings, semantic: bool) -> Tuned:

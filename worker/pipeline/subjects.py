@@ -7,7 +7,7 @@ conversation is). A memory's subjects are:
 
 - the speaker of a transcript line, the way chat turns are stored ("Caroline: I've been looking
   into adoption agencies", "Dr. Mel Ruiz: ...": up to four capitalised words before a colon);
-- the names in its title ("Flights booked to Italy").
+- its title ("Flights booked to Italy" is about Italy).
 
 A hit whose subjects include a name its sub-query names gets ``score x subject_boost`` (never a
 filter; ``original_score`` kept). Names are compared in lower case, a possessive ("Caroline's")
@@ -38,17 +38,20 @@ def named_in(query: str) -> frozenset[str]:
     return _names(entities_of(query))
 
 
-def subjects_of(memory: Memory) -> frozenset[str]:
-    """The speaker's names and the title's names, lower case."""
+def _about(names: frozenset[str]) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\b", re.IGNORECASE)
+
+
+def is_by_or_about(memory: Memory, about: re.Pattern[str]) -> bool:
+    """The memory's speaker or its title names one of the names ``about`` matches."""
     speaker = _SPEAKER.match(memory.content_body)
-    words: list[str] = speaker.group(1).split() if speaker else []
-    if memory.content_title:
-        words += list(entities_of(memory.content_title, at_sentence_start=True))
-    return _names(words)
+    return bool((speaker and about.search(speaker.group(1))) or (memory.content_title and
+                                                                  about.search(memory.content_title)))
 
 
 def apply_subject_boost(hits: Sequence[Hit], named: frozenset[str], boost: float) -> list[Hit]:
-    """``score x boost`` for the hits whose subjects include one of ``named``; never a filter."""
+    """``score x boost`` for the hits by or about one of ``named``; never a filter."""
     if not named or boost <= 1.0:
         return list(hits)
-    return [replace(h, score=h.score * boost, boosted=True) if subjects_of(h.memory) & named else h for h in hits]
+    about = _about(named)
+    return [replace(h, score=h.score * boost, boosted=True) if is_by_or_about(h.memory, about) else h for h in hits]
