@@ -29,7 +29,7 @@ from ferret.contract import JOB_FUNCTION, QUEUES
 from ferret.inflate import InflatesTooLarge, inflate_capped
 from ferret.records import visible
 from ferret.replication import ReplicaWait
-from ferret.steps import Batch, Call, Step, text
+from ferret.steps import Batch, Call, Eval, Step, text
 from ferret.steps_sync import SyncSteps
 from rq_wing.clock import use_clock
 
@@ -89,6 +89,18 @@ def job_origin(job_id: str) -> Step[str | None]:
     return text((yield Call(("HGET", Job.key_for(job_id), "origin"))))
 
 
+# Whether ARGV[1] is on one of the lists KEYS name; a key of another type (anyone can write to Redis)
+# is a list it is not on, not an error that ends the producer's wait.
+_ON_A_LIST = """
+for _, key in ipairs(KEYS) do
+  if type(redis.pcall('LPOS', key, ARGV[1])) == 'number' then
+    return 1
+  end
+end
+return 0
+"""
+
+
 def job_live(job_id: str) -> Step[bool]:
     """Whether RQ may still run the job: it exists, has not ended in RQ's sense,
     and, when it says ``queued``, is still on a queue. A job whose entry left
@@ -99,9 +111,7 @@ def job_live(job_id: str) -> Step[bool]:
         return False
     if state != "queued":
         return True
-    lookups = [("LPOS", key, job_id) for key in _queue_lists()]
-    positions = yield Batch(tuple(lookups))
-    return any(position is not None for position in positions)
+    return bool((yield Eval(_ON_A_LIST, _queue_lists(), (job_id,))))
 
 
 def workers_serving_step(queue: str) -> Step[int]:
