@@ -191,7 +191,7 @@ def single_systems(base: PipelineSettings, semantic: bool) -> dict[str, System |
         "ferret_tuned_on_folds": tuned_candidates(base, semantic),
         "no_subject_boost": without(subject_boost=1.0),
         "no_retry": without(max_retries=0),
-        "no_replacement": without(max_replacements=0),
+        "with_replacement": without(max_replacements=2),  # off by default: the spec's setting, switched on
         "no_intent_boost": without(intent_boost=1.0),
         "no_widening": without(widen_empty_parts=False),
         "no_decomposition": without(max_sub_queries=1),

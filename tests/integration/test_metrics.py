@@ -52,7 +52,8 @@ def test_counts_are_exact(worker_class, producer, sample_namespace, start_worker
     bad = Queue("prefetch", connection=redis_client, serializer=JSONSerializer).enqueue_call(
         JOB_FUNCTION, args=({"request": {"query": ""}, "enqueued_at": time.time(), "deadline_at": time.time() + 9},))
     time.sleep(0.05)
-    start_workers(1, "--worker-class", worker_class, "--metrics-port", str(port))
+    start_workers(1, "--worker-class", worker_class, "--metrics-port", str(port),  # replace-weak is off by default
+                  extra_env={"FERRET_PIPELINE__MAX_REPLACEMENTS": "2"})
     # identical prefetch requests in flight are coalesced into one job: count jobs, not requests
     results = list({r.job_id: r for r in (producer.wait(h, 30) for h in handles)}.values())
     assert producer.wait(expired, 30).status == "expired"

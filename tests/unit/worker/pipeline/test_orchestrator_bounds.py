@@ -75,7 +75,8 @@ def test_a_hanging_quality_gate_retry_is_cut_at_the_deadline():
 
 def test_hanging_replacement_searches_are_cut_at_the_deadline():
     backend = FirstCallFast(_hits(0.9, 0.85, 0.8, 0.8, 0.75, 0.7, 0.7, 0.65, 0.6, 0.6, 0.55, 0.1, 0.1))
-    settings = PipelineSettings(relevance_ratio=0.05, min_results=5, subject_boost=1.0)  # the weak hits stay weak
+    settings = PipelineSettings(relevance_ratio=0.05, min_results=5, subject_boost=1.0,  # the weak hits stay weak
+                                max_replacements=2)
     result, took = _timed("BTC thesis", backend, settings, Budget.of_seconds(0.3))
     assert backend.calls >= 2, "a replacement search was made"
     assert took < HANG_SECONDS / 2 and result.partial
