@@ -105,6 +105,8 @@ def _as_pronoun(question: str, name: str) -> str | None:
 
 def _groups(pool: list[Question], size: int, rng: random.Random, wanted: int) -> list[list[Question]]:
     found: list[list[Question]] = []
+    if len(pool) < size:  # a conversation with fewer questions than the set joins
+        return found
     for _ in range(wanted * 50):
         if len(found) >= wanted:
             break

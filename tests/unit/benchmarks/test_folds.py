@@ -57,3 +57,32 @@ def test_the_report_has_every_section_with_intervals():
     assert len(report["per_question"]["recall@10"]["ferret"]) == 2
     assert report["compound"]["shipped"]["mine"]["n"] == 1 and report["false_split"]["of"] == 2
     assert "untouched set written before" in markdown(report)
+
+
+def _locomo_file(tmp_path, conversations):
+    import json
+    samples = []
+    for name in conversations:
+        turns = [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Coco"},
+                 {"speaker": "Bob", "dia_id": "D1:2", "text": "I started pottery classes"}]
+        samples.append({"sample_id": name, "conversation": {"speaker_a": "Ann", "speaker_b": "Bob",
+                                                            "session_1_date_time": "1:56 pm on 8 May, 2023",
+                                                            "session_1": turns},
+                        "qa": [{"question": "What is the name of Ann's puppy?", "evidence": ["D1:1"], "category": 4},
+                               {"question": "What class did Bob start?", "evidence": ["D1:2"], "category": 1}]})
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(samples))
+    return path
+
+
+def test_the_command_writes_the_folds_report_and_names_a_bad_fold_count(tmp_path):
+    from click.testing import CliRunner
+
+    from ferret_cli.main import cli
+    data = _locomo_file(tmp_path, ["conv-a", "conv-b"])
+    done = CliRunner().invoke(cli, ["bench", "retrieval", "--data", str(data), "--folds", "2",
+                                    "--out", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    assert "left out" in done.output and (tmp_path / "out" / "retrieval-folds.json").exists()
+    refused = CliRunner().invoke(cli, ["bench", "retrieval", "--data", str(data), "--folds", "3"])
+    assert refused.exit_code == 2 and "--folds: between 2 and the number of conversations (2), not 3" in refused.output
