@@ -27,7 +27,7 @@ from ferret.text import (
     QUESTION_WORDS,
     WORD,
 )
-from worker.pipeline.clauses import standalone_questions
+from worker.pipeline.clauses import reads_as_question, standalone_questions
 from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 
 
@@ -208,10 +208,6 @@ _JOINT = re.compile(r"\b(?:both|together|in common|each other|one another|share[
                     r"they|their|them|ensemble|tous les deux|juntos|juntas|ambos|zusammen|beide)\b", re.IGNORECASE)
 
 
-_ASKED = re.compile(rf"^\s*¿?(?:{'|'.join(QUESTION_WORDS.values())}|is|are|was|were|did|does|do|can|could|would|"
-                    r"will|has|have)\b|\?", re.IGNORECASE)
-
-
 def joins_entities(query: str, entities: tuple[str, ...]) -> bool:
     """Two things joined by and/&/vs to be looked up one by one: "BTC and SOL analysis", "What's my
     thesis on BTC and ETH?" (codes: tickers, acronyms). Names joined in a question are asked about
@@ -227,7 +223,7 @@ def joins_entities(query: str, entities: tuple[str, ...]) -> bool:
     if found is None or found.group(0).endswith(("'s", "’s")):
         return False
     codes = all(name.isupper() for name in found.groups())
-    return codes or _ASKED.search(query) is None
+    return codes or not reads_as_question(query)
 
 
 def classify(query: str, sections: SectionMap = DEFAULT_SECTIONS) -> Classification:

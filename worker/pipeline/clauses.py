@@ -68,6 +68,11 @@ def _asks(clause: str) -> bool:
     return start is not None and bool(tokenize(clause[start:]))
 
 
+def reads_as_question(text: str) -> bool:
+    """The text asks something: it opens a question or a request (after a lead-in), or ends with "?"."""
+    return "?" in text or _question_start(text) is not None
+
+
 def standalone_questions(query: str) -> list[str]:
     """The questions of ``query`` that stand alone (see the module's docstring), each from its
     opening; one item (the whole query) when it asks one thing."""
