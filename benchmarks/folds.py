@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.locomo import CompoundQuery, Dataset, Question
-from benchmarks.retrieval import Answer, System, _oracle_split, _pipeline
+from benchmarks.retrieval import Answer, System, _oracle_split, _parts_found, _pipeline, _recall, is_split
 from ferret.settings import PipelineSettings
 from worker.backends.memory import InMemoryBackend
-from worker.pipeline.classify import classify
-from worker.pipeline.decompose import decompose
 
 BOOTSTRAP_ROUNDS = 2000
 
@@ -60,10 +58,6 @@ def bootstrap_interval(deltas: Sequence[float], seed: int = 30,
     return (round(means[int(0.025 * rounds)], 4), round(means[int(0.975 * rounds) - 1], 4))
 
 
-def _recall(ids: Sequence[str], evidence: frozenset[str], k: int) -> float:
-    return len(evidence & set(ids[:k])) / len(evidence)
-
-
 def single_scores(answers: Sequence[Answer], questions: Sequence[Question]) -> dict[str, list[float]]:
     """Per question: recall at 5, 10, 20 and all-evidence at 10."""
     pairs = list(zip(answers, questions, strict=True))
@@ -76,7 +70,7 @@ def single_scores(answers: Sequence[Answer], questions: Sequence[Question]) -> d
 def compound_scores(answers: Sequence[Answer], queries: Sequence[CompoundQuery]) -> dict[str, list[float]]:
     """Per compound question: every part has evidence in the top 10 (all@10), and recall@10."""
     pairs = list(zip(answers, queries, strict=True))
-    return {"all@10": [float(all(part & set(a.ids[:10]) for part in q.parts)) for a, q in pairs],
+    return {"all@10": [float(_parts_found(a, q, 10) == len(q.parts)) for a, q in pairs],
             "recall@10": [_recall(a.ids, q.evidence, 10) for a, q in pairs]}
 
 
@@ -137,7 +131,7 @@ def compare(values: Sequence[float], reference: Sequence[float], run: FoldRun, i
 def false_splits(run: FoldRun, max_parts: int) -> dict[str, Any]:
     """Single questions the decomposer would split, per left-out fold."""
     questions = run.dataset.questions
-    split = [float(decompose(q.text, classify(q.text), max_parts).was_decomposed) for q in questions]
+    split = [float(is_split(q.text, max_parts)) for q in questions]
     folds = run.fold_means(split, questions)
     return {"per_fold": folds, "mean_rate": round(statistics.fmean(folds), 4), "split": int(sum(split)),
             "of": len(questions), "interval": bootstrap_interval(split, 31),
@@ -156,7 +150,7 @@ def compound_sets(run: FoldRun, sets: Mapping[str, Sequence[CompoundQuery]], fer
         mine = run.per_question(ferret, picks, queries, compound_scores)["all@10"]
         oracle = compound_scores([_oracle_split(run.backends[q.conversation], q, limit) for q in queries],
                                  queries)["all@10"]
-        split = [float(decompose(q.text, classify(q.text), 4).was_decomposed) for q in queries]
+        split = [float(is_split(q.text, 4)) for q in queries]
         report[name] = {**compare(mine, oracle, run, queries, 100 + number),
                         "split_rate": round(statistics.fmean(split), 4), "example": queries[0].text}
     return report

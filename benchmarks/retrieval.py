@@ -215,9 +215,14 @@ def section_use(dataset: Dataset, base: PipelineSettings) -> dict[str, Any]:
             "memories_by_section": held}
 
 
+def is_split(text: str, max_parts: int) -> bool:
+    """Whether decomposition splits ``text``."""
+    return decompose(text, classify(text), max_parts).was_decomposed
+
+
 def false_splits(questions: Sequence[Question], max_parts: int) -> dict[str, Any]:
     """Single questions that decomposition would split (each of them a false split)."""
-    split = [q.text for q in questions if decompose(q.text, classify(q.text), max_parts).was_decomposed]
+    split = [q.text for q in questions if is_split(q.text, max_parts)]
     return {"split": len(split), "of": len(questions), "rate": round(len(split) / max(1, len(questions)), 4),
             "examples": split[:10]}
 
