@@ -163,20 +163,17 @@ class GuardedDequeue:
         while True:
             keys = [q.key for q in queues]
             single = len(keys) == 1 and get_version(connection) >= (6, 2, 0)
-            stored: StoredHash | None = None
             taken = _take(connection, keys, single) if cls.one_trip else None
             if taken is not None:
                 queue_key, raw, stored = taken
-            elif cls.one_trip and timeout is None:  # not blocking, and the queues were empty just now
-                return None
-            elif single:
-                popped = cls.lmove(connection, keys[0], timeout)
             else:
-                popped = cls.lpop(keys, timeout, connection=connection)
-            if taken is None:
+                if cls.one_trip and timeout is None:  # not blocking, and the queues were empty just now
+                    return None
+                popped = (cls.lmove(connection, keys[0], timeout) if single
+                          else cls.lpop(keys, timeout, connection=connection))
                 if popped is None:
                     return None
-                queue_key, raw = popped
+                (queue_key, raw), stored = popped, None
             queue_key = queue_key.decode() if isinstance(queue_key, bytes) else queue_key
             queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
                                        serializer=serializer, death_penalty_class=death_penalty_class)
@@ -198,9 +195,9 @@ StoredHash = dict[bytes, bytes] | Exception  # a job hash read with its entry, o
 _take_script: Script | None = None
 
 
-def _take(connection: Redis, queue_keys: list[str], single: bool) -> tuple[str, bytes, StoredHash] | None:
-    """The first waiting entry of ``queue_keys`` and its job hash, in one round trip; None when every
-    queue is empty."""
+def _take(connection: Redis, queue_keys: list[str], single: bool) -> tuple[Any, Any, StoredHash] | None:
+    """The first waiting entry of ``queue_keys`` (its queue's key and the entry, as Redis gave them)
+    and its job hash, in one round trip; None when every queue is empty."""
     global _take_script
     if _take_script is None:
         _take_script = connection.register_script(_TAKE)  # EVALSHA, the script loaded on first use
@@ -209,9 +206,7 @@ def _take(connection: Redis, queue_keys: list[str], single: bool) -> tuple[str, 
     if not found:
         return None
     queue_key, raw, fields = found
-    queue_key = queue_key.decode() if isinstance(queue_key, bytes) else str(queue_key)
-    raw = raw if isinstance(raw, bytes) else str(raw).encode()
-    if fields is None or fields is False or not isinstance(fields, list):
+    if not isinstance(fields, list):  # Lua's false: the entry's key holds another type
         return queue_key, raw, ValueError("the entry's job key is not a hash")
     return queue_key, raw, dict(zip(fields[::2], fields[1::2], strict=True))
 
