@@ -17,7 +17,7 @@ counts as the name, and month and day names are not names of anyone.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ferret.records import Hit, Memory
@@ -28,14 +28,10 @@ _SPEAKER = re.compile(r"^\s*((?:[A-Z][\w.'’-]*\s+){0,3}[A-Z][\w.'’-]*)\s*:\s
 _POSSESSIVE = re.compile(r"['’]s?$")
 
 
-def _names(words: Iterable[str]) -> frozenset[str]:
-    found = (_POSSESSIVE.sub("", w).lower() for w in words)
-    return frozenset(w for w in found if w and w not in CALENDAR)
-
-
 def named_in(query: str) -> frozenset[str]:
     """The names a query asks about (its capitalised words and tickers, lower case)."""
-    return _names(entities_of(query))
+    found = (_POSSESSIVE.sub("", e).lower() for e in entities_of(query))
+    return frozenset(name for name in found if name and name not in CALENDAR)
 
 
 def _about(names: frozenset[str]) -> re.Pattern[str]:
