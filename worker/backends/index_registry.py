@@ -92,6 +92,7 @@ class _Entry:
     index: MemoryIndex | None = None
     vectors: VectorIndex | None = None  # the embeddings, loaded at the first semantic search
     committed: Position | None = None  # the index's last commit (``position`` counts staged writes too)
+    held: int = 0  # what it held when last counted into the registry's total (``_recount``)
 
     def __post_init__(self) -> None:
         if self.committed is None:
@@ -155,7 +156,13 @@ class IndexRegistry:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.builder_env = builder_env
+        # Per-job bookkeeping stays O(1) in the namespaces held: ``_entries`` is kept in least
+        # recently used order (``_touch``), the bytes held are a running total (``_recount``), and
+        # the namespaces with staged writes and those with a writer open are kept apart.
         self._entries: dict[str, _Entry] = {}
+        self._total = 0
+        self._staged: dict[str, None] = {}
+        self._writers: dict[str, None] = {}
         self._lock = threading.RLock()
         self.builds = 0
         self.evictions = 0
@@ -182,7 +189,7 @@ class IndexRegistry:
         entry = self._entries.get(namespace)
         if entry is not None and entry.index is not None and at_least is not None \
                 and entry.position.version >= at_least:
-            entry.used = time.monotonic()
+            self._touch(entry)
             return entry.position, entry.index, Readiness("warm")
         how = "warm"
         if entry is not None and entry.index is None:
@@ -207,7 +214,10 @@ class IndexRegistry:
         folded, fold_ms = 0, 0.0
         if len(entry.index.recent) >= self.settings.fold_changes:
             folded, fold_ms = self._fold(entry)
-        entry.used = time.monotonic()
+        elif len(entry.index.recent):
+            self._staged[namespace] = None
+        self._touch(entry)
+        self._recount(entry)
         evicted = self._hold_to_bound(keep=namespace)
         return entry.position, entry.index, Readiness(how, evicted, changes, len(entry.index.recent), folded,
                                                       fold_ms)
@@ -218,9 +228,11 @@ class IndexRegistry:
         assert entry.index is not None
         started = time.perf_counter()
         folded = entry.index.fold()
+        self._staged.pop(entry.namespace, None)
         entry.committed = entry.position
         self._save_state(entry)
         entry.bytes = directory_bytes(entry.directory)
+        self._recount(entry)
         self.folds += 1
         self._maybe_refresh_snapshot(entry)
         return folded, (time.perf_counter() - started) * 1000
@@ -232,9 +244,11 @@ class IndexRegistry:
         folded, took = 0, 0.0
         with self._lock:
             now = time.monotonic()
-            for entry in list(self._entries.values()):
-                recent = entry.index.recent if entry.index is not None else None
-                if recent is None or not len(recent):
+            for namespace in list(self._staged):
+                entry = self._entries.get(namespace)
+                recent = entry.index.recent if entry is not None and entry.index is not None else None
+                if entry is None or recent is None or not len(recent):
+                    self._staged.pop(namespace, None)
                     continue
                 if everything or len(recent) >= self.settings.fold_changes or \
                         now - (recent.since or now) >= self.settings.fold_seconds:
@@ -261,8 +275,9 @@ class IndexRegistry:
             if path.name != _directory_name(namespace):
                 shutil.rmtree(path, ignore_errors=True)
                 continue
-            self._entries[namespace] = _Entry(namespace, path, position, directory_bytes(path),
-                                              state.stat().st_mtime - time.time() + time.monotonic())
+            self._add(_Entry(namespace, path, position, directory_bytes(path),
+                             state.stat().st_mtime - time.time() + time.monotonic()))
+        self._entries = dict(sorted(self._entries.items(), key=lambda item: item[1].used))
 
     def _open_on_disk(self, entry: _Entry) -> bool:
         """Open a directory left on disk, at the position its last commit saved (another work
@@ -319,7 +334,7 @@ class IndexRegistry:
             shutil.rmtree(directory, ignore_errors=True)
             return None
         entry = _Entry(namespace, directory, manifest.position, directory_bytes(directory), index=index)
-        self._entries[namespace] = entry
+        self._add(entry)
         self._save_state(entry)
         return entry
 
@@ -343,7 +358,7 @@ class IndexRegistry:
         index.commit()
         self.builds += 1
         entry = _Entry(namespace, directory, position, directory_bytes(directory), index=index)
-        self._entries[namespace] = entry
+        self._add(entry)
         self._save_state(entry)
         return entry
 
@@ -429,7 +444,8 @@ class IndexRegistry:
                     entry.vectors = self._load_vectors(namespace)
                 except redis.RedisError as exc:
                     raise BackendUnavailable(NAME, f"memory store unreachable: {exc}") from exc
-            entry.used = time.monotonic()
+                self._recount(entry)
+            self._touch(entry)
             return entry.vectors.nearest(query, limit)
 
     def _load_vectors(self, namespace: str) -> VectorIndex:
@@ -510,25 +526,50 @@ class IndexRegistry:
                 + (entry.vectors.nbytes if entry.vectors is not None else 0))
 
     def total_bytes(self) -> int:
-        return sum(self._held(e) for e in self._entries.values())
+        """What every entry holds, as last counted (``_recount``)."""
+        return self._total
+
+    def _add(self, entry: _Entry) -> None:
+        old = self._entries.pop(entry.namespace, None)
+        if old is not None:
+            self._total -= old.held
+        entry.held = 0
+        self._entries[entry.namespace] = entry
+        self._recount(entry)
+
+    def _touch(self, entry: _Entry) -> None:
+        """Used now: the entry moves to the most recently used end."""
+        entry.used = time.monotonic()
+        self._entries[entry.namespace] = self._entries.pop(entry.namespace)
+
+    def _recount(self, entry: _Entry) -> None:
+        """Count what ``entry`` holds now into the total, and note a writer it has open."""
+        held = self._held(entry)
+        self._total += held - entry.held
+        entry.held = held
+        if entry.index is not None and entry.index.writing:
+            self._writers[entry.namespace] = None
 
     def _hold_to_bound(self, keep: str) -> int:
-        writing = sorted((e for e in self._entries.values() if e.index is not None and e.index.writing),
-                         key=lambda e: e.used, reverse=True)
-        for entry in writing[MAX_OPEN_WRITERS:]:
-            assert entry.index is not None
-            entry.index.release_writer()  # (staged writes are not in it: they stay searchable)
+        """Close writers beyond ``MAX_OPEN_WRITERS`` (the least recently used first), then drop the
+        least recently used namespaces other than ``keep`` while the total is over the bound."""
+        if len(self._writers) > MAX_OPEN_WRITERS:
+            writing = [e for e in map(self._entries.get, self._writers)
+                       if e is not None and e.index is not None and e.index.writing]
+            writing.sort(key=lambda e: e.used, reverse=True)
+            for entry in writing[MAX_OPEN_WRITERS:]:
+                assert entry.index is not None
+                entry.index.release_writer()  # (staged writes are not in it: they stay searchable)
+                self._recount(entry)
+            self._writers = dict.fromkeys(e.namespace for e in writing[:MAX_OPEN_WRITERS])
         bound = self.settings.index_memory_mb * 1024 * 1024
-        total = self.total_bytes()
         evicted = 0
-        for entry in sorted(self._entries.values(), key=lambda e: e.used):
-            if total <= bound:
+        for namespace in list(self._entries) if self._total > bound else ():  # least recently used first
+            if self._total <= bound:
                 break
-            if entry.namespace == keep:
-                continue
-            total -= self._held(entry)
-            self._drop(entry.namespace)
-            evicted += 1
+            if namespace != keep:
+                self._drop(namespace)
+                evicted += 1
         self.evictions += evicted
         return evicted
 
@@ -541,8 +582,11 @@ class IndexRegistry:
     def _drop(self, namespace: str) -> None:
         self.held.forget_namespace(namespace)
         entry = self._entries.pop(namespace, None)
+        self._staged.pop(namespace, None)
+        self._writers.pop(namespace, None)
         if entry is None:
             return
+        self._total -= entry.held
         if entry.index is not None:
             entry.index.close()
         shutil.rmtree(entry.directory, ignore_errors=True)

@@ -169,6 +169,40 @@ def test_the_memory_bound_evicts_the_least_recently_used(client, tmp_path):
     assert backends.for_namespace("t3").readiness.how == "built"
 
 
+def test_the_running_total_and_the_order_of_use_stay_exact(client, tmp_path):
+    """The per-job bookkeeping keeps a running total and an order of use instead of walking every
+    namespace held: after builds, writes staged and folded, writers closed and an eviction, both
+    must equal what walking every entry gives."""
+    backends = _backends(client, tmp_path, fold_changes=2)
+    registry = backends.registry
+
+    def walked_total():
+        return sum(registry._held(e) for e in registry._entries.values())
+
+    stores = [MemoryStore(client, f"ns{i}") for i in range(7)]
+    for store in stores:
+        store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}") for i in range(20)])
+        backends.for_namespace(store.namespace)
+        assert registry.total_bytes() == walked_total() > 0
+    assert sum(e.index.writing for e in registry._entries.values()) == 4
+    for round_ in range(3):  # staged, then folded on the job's path at the second write
+        for store in stores[::2]:
+            store.upsert([Memory(id=f"w{round_}", content_title="bitcoin zebra")])
+            backends.for_namespace(store.namespace)
+            assert registry.total_bytes() == walked_total()
+    assert set(registry._staged) == {"ns0", "ns2", "ns4", "ns6"}
+    registry.fold_due(everything=True)
+    assert registry._staged == {} and registry.total_bytes() == walked_total()
+    used = [e.used for e in registry._entries.values()]
+    assert used == sorted(used), "entries are kept least recently used first"
+    backends.for_namespace("ns1")  # used now: the last to go
+    assert list(registry._entries)[-1] == "ns1"
+    registry.settings = registry.settings.model_copy(update={"index_memory_mb": 0})
+    backends.for_namespace("ns3")
+    assert set(registry._entries) == {"ns3"} and registry.total_bytes() == walked_total()
+    assert registry.evictions == 6
+
+
 def test_a_new_work_horse_finds_its_parents_indexes_on_disk(client, tmp_path):
     store = MemoryStore(client, "ns")
     store.upsert([Memory(id="a", content_title="bitcoin")])
