@@ -51,7 +51,9 @@ def markdown(report: dict[str, Any]) -> str:
                  f"{sum(row['delta'] >= 0 for row in tuned.values())} of {len(tuned)} sets")
     titles = {"before": "the untouched set written before the clause rule (join styles no rule was written "
                         "for; measured, never tuned on):",
-              "after": "the untouched set written after the clause rule, frozen before it was run:"}
+              "after": "the untouched set written after the clause rule, frozen before it was run:",
+              "third": "the untouched set written before the clause rule's weaker boundaries (a comma or a "
+                       "joining symbol between two direct questions), frozen before they were run:"}
     for name, rows in report["untouched"].items():
         lines += ["", *_compounds(titles.get(name, name), rows)]
     if report.get("embedder"):

@@ -47,6 +47,23 @@ UNTOUCHED_AFTER: tuple[Phrasing, ...] = (
     Phrasing("question_then_and", 2, lambda qs: f"{_bare(qs[0])}? And {_low(qs[1])}."),
 )
 
+# A third set, written and frozen before the clause rule's weaker boundaries (a comma or a joining
+# symbol between two direct questions), which were written after the second set's misses were seen:
+# only this set says whether those boundaries carry over.
+FROZEN_THIRD = Path(__file__).parent / "data" / "untouched_joins_third.jsonl"
+UNTOUCHED_THIRD: tuple[Phrasing, ...] = (
+    Phrasing("as_well_as", 2, lambda qs: f"{_bare(qs[0])}, as well as {_low(qs[1])}?"),
+    Phrasing("comma_then", 2, lambda qs: f"{_bare(qs[0])}, then {_low(qs[1])}?"),
+    Phrasing("plus_sign", 2, lambda qs: f"{_bare(qs[0])} + {_low(qs[1])}?"),
+    Phrasing("along_with", 2, lambda qs: f"{_bare(qs[0])}, along with {_low(qs[1])}?"),
+    Phrasing("besides_that", 2, lambda qs: f"{_bare(qs[0])}. Besides that, {_low(qs[1])}?"),
+    Phrasing("not_to_mention", 2, lambda qs: f"{_bare(qs[0])}, not to mention {_low(qs[1])}?"),
+    Phrasing("and_then", 2, lambda qs: f"{_bare(qs[0])} and then {_low(qs[1])}?"),
+    Phrasing("inline_numbers", 2, lambda qs: f"(1) {_bare(qs[0])} (2) {_bare(qs[1])}"),
+    Phrasing("one_more", 2, lambda qs: f"{_bare(qs[0])}. One more: {_low(qs[1])}?"),
+    Phrasing("comma_splice", 2, lambda qs: f"{_bare(qs[0])}, {_low(qs[1])}?"),
+)
+
 
 def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
     """The frozen rows, by join style."""
@@ -57,7 +74,8 @@ def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
 
 
 def main(data: str, out: str, which: str = "first") -> None:
-    styles, seed, frozen = (UNTOUCHED, 30, FROZEN) if which == "first" else (UNTOUCHED_AFTER, 31, FROZEN_AFTER)
+    styles, seed, frozen = {"first": (UNTOUCHED, 30, FROZEN), "after": (UNTOUCHED_AFTER, 31, FROZEN_AFTER),
+                            "third": (UNTOUCHED_THIRD, 32, FROZEN_THIRD)}[which]
     sets = phrasing_sets(load(Path(data)).questions, per_conversation=8, seed=seed, phrasings=styles)
     directory = Path(out)
     write_sets(sets, directory)
