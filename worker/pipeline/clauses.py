@@ -17,6 +17,12 @@ holds a word of its own to search:
 A clause that does not stand alone belongs to the clause before it ("Was it a good month? Answer
 yes or no.", "What did Caroline (the counselor) research?"). Two clauses that stand alone are two
 questions, however they were joined.
+
+Any other comma, and a joining symbol ("&", "+"), is a weaker boundary: a comma also closes a
+preface ("When Caroline moved, what did she bring?") or a list. A cut there is kept only where both
+sides are direct questions: after the lead-in, an auxiliary before its subject ("did she", "would
+Melanie"), or a question word whose auxiliary comes before any subject ("what pet does Caroline
+have", "how long has", "when did"; not "when Caroline moved" or "when she was young").
 """
 
 from __future__ import annotations
@@ -41,6 +47,12 @@ _OPENING = re.compile(rf"¿?(?:{_PREPOSITION}\s+)?(?:{'|'.join(QUESTION_WORDS.va
 # Words before the opening that would make it a statement's verb ("then she was the best").
 _SUBJECT_WORDS = frozenset("i you he she we they it".split())
 MAX_LEAD_IN_WORDS = 4
+_WEAK_BOUNDARY = re.compile(r"(,\s*|\s+[&+]\s+)")
+_QUESTION_WORD = re.compile(rf"¿?(?:{_PREPOSITION}\s+)?(?:{QUESTION_WORDS['en']})\b", re.IGNORECASE)
+_AUXILIARY_WORD = re.compile(rf"(?:{_AUXILIARY}|should|had|might|may|must)$", re.IGNORECASE)
+_INVERTED = re.compile(rf"{_AUXILIARY}\s+{_SUBJECT}\b", re.IGNORECASE)
+# Words a question word may take before its auxiliary ("how many children does", "what kind of art is").
+MAX_WORDS_BEFORE_AUXILIARY = 4
 
 
 def _question_start(clause: str) -> int | None:
@@ -68,6 +80,37 @@ def _asks(clause: str) -> bool:
     return start is not None and bool(tokenize(clause[start:]))
 
 
+def _direct(clause: str) -> bool:
+    """The clause asks a direct question (see the module's docstring) with a word of its own."""
+    start = _question_start(clause)
+    if start is None or not tokenize(clause[start:]):
+        return False
+    text = clause[start:]
+    if _INVERTED.match(text):
+        return True
+    opening = _QUESTION_WORD.match(text)
+    if opening is None:
+        return False
+    for index, word in enumerate(re.findall(r"[\w']+", text[opening.end():])[:MAX_WORDS_BEFORE_AUXILIARY + 1]):
+        if _AUXILIARY_WORD.match(word):
+            return True
+        if word.lower() in _SUBJECT_WORDS or word[:1].isupper() or index == MAX_WORDS_BEFORE_AUXILIARY:
+            return False
+    return False
+
+
+def _at_weak_boundaries(clause: str) -> list[str]:
+    """``clause`` cut at the weaker boundaries that join two direct questions."""
+    pieces = _WEAK_BOUNDARY.split(clause)
+    parts = [pieces[0]]
+    for joint, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+        if _direct(parts[-1]) and _direct(piece):
+            parts.append(piece)
+        else:
+            parts[-1] += joint + piece
+    return parts
+
+
 def reads_as_question(text: str) -> bool:
     """The text asks something: it opens a question or a request (after a lead-in), or ends with "?"."""
     return "?" in text or _question_start(text) is not None
@@ -83,6 +126,7 @@ def standalone_questions(query: str) -> list[str]:
             joined[-1] += (" " if any(ch.isalnum() for ch in clause) else "") + clause.strip()
         else:
             joined.append(clause.strip())
+    joined = [part.strip() for clause in joined for part in _at_weak_boundaries(clause)]
     if len(joined) < 2 or not _asks(joined[0]):
         return [query]
     questions = []

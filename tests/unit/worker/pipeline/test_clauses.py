@@ -32,3 +32,27 @@ def test_two_questions_that_stand_alone_are_two_however_joined(query, parts):
 ])
 def test_one_question_stays_one(query):
     assert standalone_questions(query) == [query]
+
+
+@pytest.mark.parametrize("query, parts", [
+    ("What did Caroline research, plus what pet does Caroline have?",
+     ["What did Caroline research", "what pet does Caroline have?"]),
+    ("When did Melanie paint, followed by how long has Caroline been running?",
+     ["When did Melanie paint", "by how long has Caroline been running?"]),  # "by how": a preposition may lead
+    ("What might John's degree be in & when did Maria get a medal?",
+     ["What might John's degree be in", "when did Maria get a medal?"]),
+    ("Where did Jon travel + did Gina open her store?", ["Where did Jon travel", "did Gina open her store?"]),
+])
+def test_a_comma_or_a_joining_symbol_between_two_direct_questions_is_a_boundary(query, parts):
+    assert standalone_questions(query) == parts
+
+
+@pytest.mark.parametrize("query", [
+    "When Caroline moved, what did she bring with her?",  # a preface: the subject before any auxiliary
+    "When she was young, what did Melanie want to be?",
+    "What did Caroline buy, a car or a bike?",  # a list of answers, not a question
+    "Which books, movies & songs does Melanie like?",
+    "Did Jon, who runs a dance studio, win a competition?",
+])
+def test_a_weak_boundary_that_does_not_join_two_direct_questions_is_not_cut(query):
+    assert standalone_questions(query) == [query]
