@@ -53,7 +53,9 @@ def markdown(report: dict[str, Any]) -> str:
                         "for; measured, never tuned on):",
               "after": "the untouched set written after the clause rule, frozen before it was run:",
               "third": "the untouched set written before the clause rule's weaker boundaries (a comma or a "
-                       "joining symbol between two direct questions), frozen before they were run:"}
+                       "joining symbol between two direct questions), frozen before they were run:",
+              "fourth": "the untouched set written before the direct-question test took subject questions "
+                        "(\"what inspired Caroline\"), frozen before it was run:"}
     for name, rows in report["untouched"].items():
         lines += ["", *_compounds(titles.get(name, name), rows)]
     if report.get("embedder"):

@@ -64,6 +64,22 @@ UNTOUCHED_THIRD: tuple[Phrasing, ...] = (
     Phrasing("comma_splice", 2, lambda qs: f"{_bare(qs[0])}, {_low(qs[1])}?"),
 )
 
+# A fourth set, written and frozen before the direct-question test accepted subject questions ("what
+# inspired Caroline", "who performed"), which was written after the third set's misses were seen.
+FROZEN_FOURTH = Path(__file__).parent / "data" / "untouched_joins_fourth.jsonl"
+UNTOUCHED_FOURTH: tuple[Phrasing, ...] = (
+    Phrasing("as_well_as_no_comma", 2, lambda qs: f"{_bare(qs[0])} as well as {_low(qs[1])}?"),
+    Phrasing("and_also_no_comma", 2, lambda qs: f"{_bare(qs[0])} and also {_low(qs[1])}?"),
+    Phrasing("comma_also", 2, lambda qs: f"{_bare(qs[0])}, also {_low(qs[1])}?"),
+    Phrasing("comma_and_then", 2, lambda qs: f"{_bare(qs[0])}, and then {_low(qs[1])}?"),
+    Phrasing("comma_ampersand", 2, lambda qs: f"{_bare(qs[0])}, & {_low(qs[1])}?"),
+    Phrasing("question_plus", 2, lambda qs: f"{_bare(qs[0])}? + {_low(qs[1])}?"),
+    Phrasing("what_else", 2, lambda qs: f"{_bare(qs[0])}. What else: {_low(qs[1])}?"),
+    Phrasing("lowercase", 2, lambda qs: f"{_bare(qs[0]).lower()}? {_bare(qs[1]).lower()}?"),
+    Phrasing("no_punctuation", 2, lambda qs: f"{_bare(qs[0])} and {_low(qs[1])}"),
+    Phrasing("comma_additionally", 2, lambda qs: f"{_bare(qs[0])}, additionally {_low(qs[1])}?"),
+)
+
 
 def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
     """The frozen rows, by join style."""
@@ -75,7 +91,8 @@ def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
 
 def main(data: str, out: str, which: str = "first") -> None:
     styles, seed, frozen = {"first": (UNTOUCHED, 30, FROZEN), "after": (UNTOUCHED_AFTER, 31, FROZEN_AFTER),
-                            "third": (UNTOUCHED_THIRD, 32, FROZEN_THIRD)}[which]
+                            "third": (UNTOUCHED_THIRD, 32, FROZEN_THIRD),
+                            "fourth": (UNTOUCHED_FOURTH, 33, FROZEN_FOURTH)}[which]
     sets = phrasing_sets(load(Path(data)).questions, per_conversation=8, seed=seed, phrasings=styles)
     directory = Path(out)
     write_sets(sets, directory)
