@@ -20,9 +20,14 @@ questions, however they were joined.
 
 Any other comma, and a joining symbol ("&", "+"), is a weaker boundary: a comma also closes a
 preface ("When Caroline moved, what did she bring?") or a list. A cut there is kept only where both
-sides are direct questions: after the lead-in, an auxiliary before its subject ("did she", "would
-Melanie"), or a question word whose auxiliary comes before any subject ("what pet does Caroline
-have", "how long has", "when did"; not "when Caroline moved" or "when she was young").
+sides are direct questions of three words or more:
+
+- an auxiliary before its subject, after a joiner at most ("did she", "plus would Melanie"; not the
+  end of a list, "books, movies & songs does Melanie like");
+- a question word whose auxiliary comes before any subject ("what pet does Caroline have", "how
+  long has", "when did"; not "when Caroline moved" or "when she was young");
+- a question word that is the subject of the verb after it ("what inspired Caroline", "who
+  performed"; not "how to", "what the posters said").
 """
 
 from __future__ import annotations
@@ -51,6 +56,10 @@ _WEAK_BOUNDARY = re.compile(r"(,\s*|\s+[&+]\s+)")
 _QUESTION_WORD = re.compile(rf"¿?(?:{_PREPOSITION}\s+)?(?:{QUESTION_WORDS['en']})\b", re.IGNORECASE)
 _AUXILIARY_WORD = re.compile(rf"(?:{_AUXILIARY}|should|had|might|may|must)$", re.IGNORECASE)
 _INVERTED = re.compile(rf"{_AUXILIARY}\s+{_SUBJECT}\b", re.IGNORECASE)
+# Words after a question word that open a subordinate clause's subject or phrase, not a verb whose
+# subject the question word is ("when the posters ...", "how to ...", "what my ..." vs "what inspired").
+_NOT_A_VERB = _SUBJECT_WORDS | frozenset(
+    "the a an my your his her its our their this that these those to of for in on at with by from".split())
 # Words a question word may take before its auxiliary ("how many children does", "what kind of art is").
 MAX_WORDS_BEFORE_AUXILIARY = 4
 
@@ -81,17 +90,21 @@ def _asks(clause: str) -> bool:
 
 
 def _direct(clause: str) -> bool:
-    """The clause asks a direct question (see the module's docstring) with a word of its own."""
+    """The clause asks a direct question (see the module's docstring) with a word of its own, in
+    three words at least (two are a preface's: "When asked, ...", "Where possible, ...")."""
     start = _question_start(clause)
-    if start is None or not tokenize(clause[start:]):
+    if start is None or not tokenize(clause[start:]) or len(clause[start:].split()) < 3:
         return False
     text = clause[start:]
-    if _INVERTED.match(text):
-        return True
+    if _INVERTED.match(text):  # after a joiner at most: "songs does Melanie like" is a list's end
+        return not _JOINERS.sub("", clause[:start].strip(" \t\n,:")).strip(" ,:")
     opening = _QUESTION_WORD.match(text)
     if opening is None:
         return False
-    for index, word in enumerate(re.findall(r"[\w']+", text[opening.end():])[:MAX_WORDS_BEFORE_AUXILIARY + 1]):
+    words = re.findall(r"[\w']+", text[opening.end():])[:MAX_WORDS_BEFORE_AUXILIARY + 1]
+    if words and words[0].islower() and words[0] not in _NOT_A_VERB:  # the question word is the subject
+        return True
+    for index, word in enumerate(words):
         if _AUXILIARY_WORD.match(word):
             return True
         if word.lower() in _SUBJECT_WORDS or word[:1].isupper() or index == MAX_WORDS_BEFORE_AUXILIARY:

@@ -42,6 +42,8 @@ def test_one_question_stays_one(query):
     ("What might John's degree be in & when did Maria get a medal?",
      ["What might John's degree be in", "when did Maria get a medal?"]),
     ("Where did Jon travel + did Gina open her store?", ["Where did Jon travel", "did Gina open her store?"]),
+    ("What inspired Caroline's painting, plus who performed at the concert?",  # subject questions
+     ["What inspired Caroline's painting", "who performed at the concert?"]),
 ])
 def test_a_comma_or_a_joining_symbol_between_two_direct_questions_is_a_boundary(query, parts):
     assert standalone_questions(query) == parts
@@ -53,6 +55,8 @@ def test_a_comma_or_a_joining_symbol_between_two_direct_questions_is_a_boundary(
     "What did Caroline buy, a car or a bike?",  # a list of answers, not a question
     "Which books, movies & songs does Melanie like?",
     "Did Jon, who runs a dance studio, win a competition?",
+    "When asked, what did Caroline say?",  # a two-word preface
+    "How to start, what did Melanie suggest?",
 ])
 def test_a_weak_boundary_that_does_not_join_two_direct_questions_is_not_cut(query):
     assert standalone_questions(query) == [query]
