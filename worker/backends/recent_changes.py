@@ -94,7 +94,12 @@ class RecentChanges:
 
     def __init__(self) -> None:
         self.docs: dict[str, StagedDoc] = {}
-        self.hidden: set[str] = set()  # ids whose committed copy is stale: deleted or rewritten
+        # term -> {id: times in the memory}: a search reads the postings of its terms, not every
+        # staged memory, and a term's document frequency is the size of its postings
+        self.postings: dict[str, dict[str, int]] = {}
+        self.total_length = 0  # tokens of every staged memory
+        self.hidden: set[str] = set()  # ids written since the last commit: a committed copy is stale
+        self.stale = 0  # of those, how many the index holds (a search asks the index for that many more)
         self.cleared = False  # every committed document is stale
         self.changes = 0
         self.since: float | None = None  # monotonic time of the oldest staged change
@@ -107,23 +112,45 @@ class RecentChanges:
         if self.since is None:
             self.since = time.monotonic()
 
+    def _remove(self, memory_id: str) -> None:
+        doc = self.docs.pop(memory_id, None)
+        if doc is None:
+            return
+        self.total_length -= doc.length
+        for term in doc.terms:
+            posting = self.postings[term]
+            del posting[memory_id]
+            if not posting:
+                del self.postings[term]
+
     def upsert(self, memories: list[Memory]) -> None:
         for memory in memories:
-            self.docs[memory.id] = StagedDoc.of(memory)
+            self._remove(memory.id)
+            doc = self.docs[memory.id] = StagedDoc.of(memory)
+            self.total_length += doc.length
+            for term, times in doc.terms.items():
+                self.postings.setdefault(term, {})[memory.id] = times
             self.hidden.add(memory.id)
         self._touch(len(memories))
 
     def delete(self, ids: list[str]) -> None:
         for memory_id in ids:
-            self.docs.pop(memory_id, None)
+            self._remove(memory_id)
             self.hidden.add(memory_id)
         self._touch(len(ids))
 
     def clear(self) -> None:
         self.docs.clear()
+        self.postings.clear()
+        self.total_length = 0
         self.hidden.clear()
+        self.stale = 0
         self.cleared = True
         self._touch(1)
+
+    def doc_freq(self, token: str) -> int:
+        """Staged memories holding ``token``."""
+        return len(self.postings.get(token, ()))
 
     def hides(self, memory_id: str) -> bool:
         return self.cleared or memory_id in self.hidden
@@ -133,24 +160,29 @@ class RecentChanges:
         """The corpus as tantivy's BM25 will see it once folded: the index's documents (deleted
         and rewritten ones count until a merge, as tantivy counts them) and the staged ones."""
         base_docs = 0 if self.cleared else index_docs
-        staged_docs = len(self.docs)
-        docs = base_docs + staged_docs
-        total = base_docs * index_average + sum(doc.length for doc in self.docs.values())
-        doc_freq = {token: (0 if self.cleared else index_doc_freq.get(token, 0))
-                    + sum(1 for doc in self.docs.values() if token in doc.terms) for token in set(tokens)}
+        docs = base_docs + len(self.docs)
+        total = base_docs * index_average + self.total_length
+        doc_freq = {token: (0 if self.cleared else index_doc_freq.get(token, 0)) + self.doc_freq(token)
+                    for token in set(tokens)}
         return Statistics(docs, total / docs if docs else 0.0, doc_freq)
 
     def search(self, tokens: list[str], statistics: Statistics,
                filters: Filters | None) -> list[tuple[str, float]]:
         """Staged documents that match a query token and pass ``filters``, with tantivy's BM25 score."""
         found = []
-        for doc in self.docs.values():
+        matching: dict[str, None] = {}
+        for token in tokens:
+            matching.update(dict.fromkeys(self.postings.get(token, ())))
+        idf = {token: statistics.idf(token) for token in tokens}
+        average = statistics.average_length or 1.0
+        for memory_id in matching:
+            doc = self.docs[memory_id]
+            norm = K1 * (1 - B + B * stored_length(doc.length) / average)
             score = 0.0
             for token in tokens:  # a token twice in the query counts twice, as in the index's query
                 tf = doc.terms.get(token, 0)
                 if tf:
-                    norm = K1 * (1 - B + B * stored_length(doc.length) / (statistics.average_length or 1.0))
-                    score += statistics.idf(token) * (K1 + 1) * tf / (tf + norm)
+                    score += idf[token] * (K1 + 1) * tf / (tf + norm)
             if score > 0 and (filters is None or matches(doc.memory, filters)):  # the one filter rule
                 found.append((doc.id, score))
         return found

@@ -21,7 +21,6 @@ import dataclasses
 import json
 import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,7 +33,6 @@ from worker.backends.recent_changes import RecentChanges, Statistics
 from worker.backends.tokens import tokenize
 
 WRITER_HEAP_BYTES = 15_000_000  # tantivy's smallest writer budget
-RESCORE_MAX_DF = 2_000
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 
@@ -178,10 +176,13 @@ class MemoryIndex:
     def stage(self, upserts: Sequence[Memory] = (), deletes: Sequence[str] = (), clear: bool = False) -> int:
         """A write searchable at once without a commit (``worker.backends.recent_changes``), held
         in memory only (no writer is opened); ``fold`` commits what is staged."""
+        recent = self.recent
         if clear:
-            self.recent.clear()
-        self.recent.delete(list(deletes))
-        self.recent.upsert(list(upserts))
+            recent.clear()
+        for memory_id in {*deletes, *(m.id for m in upserts)} - recent.hidden:
+            recent.stale += int(self._searcher.doc_freq("id", memory_id) > 0)  # the index holds a copy to hide
+        recent.delete(list(deletes))
+        recent.upsert(list(upserts))
         return len(deletes) + len(upserts)
 
     def fold(self) -> int:
@@ -257,7 +258,7 @@ class MemoryIndex:
             prefixes = _filtered(tantivy.Query.boolean_query([
                 (tantivy.Occur.Should, tantivy.Query.fuzzy_term_query(SCHEMA, "tokens", stem, distance=0,
                                                                       prefix=True)) for stem in stems]), filters)
-            for _, address in self._searcher.search(prefixes, limit + len(recent.hidden), count=False).hits:
+            for _, address in self._searcher.search(prefixes, limit + recent.stale, count=False).hits:
                 memory_id = self._searcher.doc(address)["id"][0]
                 if not recent.hides(memory_id):
                     ids[memory_id] = None
@@ -272,56 +273,45 @@ class MemoryIndex:
         recent = self.recent
         if not tokens or limit <= 0 or (len(self) == 0 and not recent.docs):
             return []
-        found = [] if recent.cleared else self._committed_hits(tokens, limit + len(recent.hidden), filters)
         if not len(recent):
-            scale = sum(self._idf(t) for t in tokens)
-            return self._scaled([(memory_id, score) for memory_id, score, _ in found], scale, limit)
+            found = self._committed_hits(tokens, limit, filters)
+            return self._scaled(found, sum(self._idf(t) for t in tokens), limit)
         corpus = self._corpus(tokens)
-        staged_lengths = [doc.length for doc in recent.docs.values()]
         docs, average = corpus if corpus is not None else (0, 0.0)
-        statistics = recent.statistics(tokens, docs, average if docs else (
-            sum(staged_lengths) / len(staged_lengths) if staged_lengths else 1.0),
-            {t: int(self._searcher.doc_freq("tokens", t)) for t in set(tokens)})
-        corrections = self._idf_corrections(tokens, statistics, corpus[0] if corpus else 0)
-        pairs = []
-        for memory_id, score, address in found:
-            if recent.hides(memory_id):
-                continue
-            for contributions, factor in corrections:  # as it will score once the staged documents are in
-                score += contributions.get((address.segment_ord, address.doc), 0.0) * factor
-            pairs.append((memory_id, score))
+        index_doc_freq = {t: int(self._searcher.doc_freq("tokens", t)) for t in set(tokens)}
+        staged_lengths = recent.total_length / len(recent.docs) if recent.docs else 1.0
+        statistics = recent.statistics(tokens, docs, average if docs else staged_lengths, index_doc_freq)
+        pairs = [] if recent.cleared else [
+            (memory_id, score) for memory_id, score in self._committed_hits(
+                tokens, limit + recent.stale, filters, self._idf_boosts(statistics, index_doc_freq, docs))
+            if not recent.hides(memory_id)]
         pairs += recent.search(tokens, statistics, filters)
         return self._scaled(pairs, sum(statistics.idf(t) for t in tokens), limit)
 
-    def _idf_corrections(self, tokens: list[str], statistics: Statistics,
-                         docs: int) -> list[tuple[dict[tuple[int, int], float], float]]:
-        """For each query term the staged documents contain (their document frequency moves), the
-        index's per-document score for that term and the factor that brings it to the idf it will
-        have once they are folded in: ``(idf after / idf now - 1) x times in the query``. A term in
-        more than ``RESCORE_MAX_DF`` documents is left as is (one more document barely moves it)."""
-        corrections = []
-        counts = Counter(tokens)
-        for token, times in counts.items():
-            if not any(token in doc.terms for doc in self.recent.docs.values()):
-                continue
-            df = int(self._searcher.doc_freq("tokens", token))
-            if df == 0 or df > RESCORE_MAX_DF or docs <= 0:
+    def _idf_boosts(self, statistics: Statistics, index_doc_freq: dict[str, int], docs: int) -> dict[str, float]:
+        """For each query term the staged memories hold (its document frequency moves once they are
+        folded in), the factor that brings its idf in the index's BM25 to the idf it will have:
+        the committed hits are searched with each such term boosted by it, so they score and rank
+        as they will once the staged memories are folded in."""
+        boosts = {}
+        for token, df in index_doc_freq.items():
+            if df == 0 or docs <= 0 or not self.recent.doc_freq(token):
                 continue
             now = math.log(1 + (docs - df + 0.5) / (df + 0.5))
-            if now <= 0:
-                continue
-            hits = self._searcher.search(_term("tokens", token), df, count=False).hits
-            contributions = {(address.segment_ord, address.doc): score for score, address in hits}
-            corrections.append((contributions, (statistics.idf(token) / now - 1) * times))
-        return corrections
+            if now > 0:
+                boosts[token] = statistics.idf(token) / now
+        return boosts
 
     @staticmethod
-    def _text_query(tokens: list[str]) -> tantivy.Query:
-        return tantivy.Query.boolean_query([(tantivy.Occur.Should, _term("tokens", t)) for t in tokens])
+    def _text_query(tokens: list[str], boosts: dict[str, float] | None = None) -> tantivy.Query:
+        boosts = boosts or {}
+        terms = [tantivy.Query.boost_query(_term("tokens", t), boosts[t]) if t in boosts else _term("tokens", t)
+                 for t in tokens]
+        return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in terms])
 
-    def _committed_hits(self, tokens: list[str], limit: int,
-                        filters: Filters | None) -> list[tuple[str, float, Any]]:
-        text = _filtered(self._text_query(tokens), filters)
+    def _committed_hits(self, tokens: list[str], limit: int, filters: Filters | None,
+                        boosts: dict[str, float] | None = None) -> list[tuple[str, float]]:
+        text = _filtered(self._text_query(tokens, boosts), filters)
         pairs = []
         seen: set[str] = set()
         for score, address in self._searcher.search(text, limit, count=False).hits:
@@ -329,7 +319,7 @@ class MemoryIndex:
             if score <= 0 or memory_id in seen:  # (a build's scan may meet a memory twice)
                 continue
             seen.add(memory_id)
-            pairs.append((memory_id, score, address))
+            pairs.append((memory_id, score))
         return pairs
 
     @staticmethod

@@ -102,3 +102,32 @@ def test_the_field_norm_table_is_tantivys():
         length = int(searcher.doc(address)["id"][0])
         stored = _explained(term.explain(searcher, address).to_json()).terms[token][1]
         assert stored == stored_length(len(tokenize(" ".join(["zebra"] + [f"w{k}" for k in range(length - 1)]))))
+
+
+def test_postings_follow_rewrites_deletes_and_clears():
+    """A search reads the postings of its terms: after rewrites, deletes and a clear they must hold
+    exactly the staged memories' terms, as counting every staged memory would."""
+    from worker.backends.recent_changes import RecentChanges
+
+    recent = RecentChanges()
+
+    def check():
+        walked: dict[str, dict[str, int]] = {}
+        for doc in recent.docs.values():
+            for term, times in doc.terms.items():
+                walked.setdefault(term, {})[doc.id] = times
+        assert recent.postings == walked
+        assert recent.total_length == sum(doc.length for doc in recent.docs.values())
+        assert all(recent.doc_freq(t) == sum(t in d.terms for d in recent.docs.values()) for t in walked)
+
+    recent.upsert([Memory(id="a", content_body="pottery class pottery"), Memory(id="b", content_body="camping trip")])
+    check()
+    recent.upsert([Memory(id="a", content_body="violin lessons")])  # rewritten: pottery is gone
+    check()
+    pottery, camping = tokenize("pottery")[0], tokenize("camping")[0]
+    assert pottery not in recent.postings and recent.doc_freq(camping) == 1
+    recent.delete(["b", "never-staged"])
+    check()
+    recent.clear()
+    check()
+    assert recent.postings == {} and recent.total_length == 0
