@@ -30,11 +30,12 @@ def test_folds_after_a_job_and_on_its_path_are_counted_with_their_time(tmp_path)
     after = load_settings(environ={"FERRET_BACKEND__LOCAL__INDEX_DIR": str(tmp_path / "after"),
                                    "FERRET_BACKEND__LOCAL__FOLD_SECONDS": "0"})
     worker, producer = build_worker(client, after, metrics=metrics), Producer(client, after)
-    _run_one(worker, producer, "bitcoin")  # builds the index
+    _run_one(worker, producer, "bitcoin")  # builds the index: one memory, staged, folded once the result is written
+    assert _value(metrics, "ferret_index_folded_changes_total", when="after_job") == 1
     store.upsert([Memory(id="b", content_title="bitcoin zebra")])
     _run_one(worker, producer, "zebra")  # stages b; the staging is old enough once the result is written
-    assert _value(metrics, "ferret_index_folded_changes_total", when="after_job") == 1
-    assert _value(metrics, "ferret_index_fold_seconds_count", when="after_job") == 1
+    assert _value(metrics, "ferret_index_folded_changes_total", when="after_job") == 2
+    assert _value(metrics, "ferret_index_fold_seconds_count", when="after_job") == 2
     assert _value(metrics, "ferret_index_folded_changes_total", when="job") == 0
 
     on_path = load_settings(environ={"FERRET_BACKEND__LOCAL__INDEX_DIR": str(tmp_path / "path"),

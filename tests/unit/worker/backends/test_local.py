@@ -24,6 +24,11 @@ def _backends(client, tmp_path, **local):
     return LocalBackends(client, local=LocalSettings(**local), index_root=tmp_path / "idx")
 
 
+def _filler():
+    """Enough memories that a build commits (fewer are staged whole: see the test of that)."""
+    return [Memory(id=f"f{i}", content_title=f"filler note {i}") for i in range(LocalSettings().fold_changes)]
+
+
 def _ids(backend, query="bitcoin"):
     return {h.id for h in backend.search(query, 10, NONE)}
 
@@ -205,7 +210,7 @@ def test_the_running_total_and_the_order_of_use_stay_exact(client, tmp_path):
 
 def test_a_new_work_horse_finds_its_parents_indexes_on_disk(client, tmp_path):
     store = MemoryStore(client, "ns")
-    store.upsert([Memory(id="a", content_title="bitcoin")])
+    store.upsert([Memory(id="a", content_title="bitcoin"), *_filler()])
     _backends(client, tmp_path).for_namespace("ns")
     store.upsert([Memory(id="b", content_title="bitcoin")])
     horse = _backends(client, tmp_path)  # same root, new process state
@@ -274,7 +279,7 @@ def test_a_write_is_staged_searchable_and_committed_later(client, tmp_path):
 
 def test_staged_writes_are_committed_after_a_job_once_old_enough(client, tmp_path):
     store = MemoryStore(client, "ns")
-    store.upsert([Memory(id="a", content_title="bitcoin")])
+    store.upsert([Memory(id="a", content_title="bitcoin"), *_filler()])
     backends = _backends(client, tmp_path, fold_seconds=0)
     backends.for_namespace("ns")
     store.upsert([Memory(id="b", content_title="bitcoin zebra")])
@@ -287,7 +292,7 @@ def test_staged_writes_are_committed_after_a_job_once_old_enough(client, tmp_pat
 def test_staged_writes_lost_with_a_process_are_staged_again_from_the_log(client, tmp_path):
     """What a crash (or a fork work horse's exit) loses is in Redis: the next process catches up."""
     store = MemoryStore(client, "ns")
-    store.upsert([Memory(id="a", content_title="bitcoin")])
+    store.upsert([Memory(id="a", content_title="bitcoin"), *_filler()])
     first = _backends(client, tmp_path)
     first.for_namespace("ns")
     store.upsert([Memory(id="b", content_title="bitcoin zebra")])
@@ -321,7 +326,7 @@ def test_staged_writes_outlive_writers_closed_to_stay_within_bounds(client, tmp_
     backends = _backends(client, tmp_path)
     stores = [MemoryStore(client, f"ns{i}") for i in range(6)]
     for store in stores:
-        store.upsert([Memory(id="a", content_title="bitcoin")])
+        store.upsert([Memory(id="a", content_title="bitcoin"), *_filler()])
         backends.for_namespace(store.namespace)
     for store in stores:  # six namespaces with staged writes: only four writers stay open
         store.upsert([Memory(id="b", content_title="bitcoin zebra")])
@@ -332,3 +337,24 @@ def test_staged_writes_outlive_writers_closed_to_stay_within_bounds(client, tmp_
     backends.registry.fold_due(everything=True)
     for store in stores:
         assert "b" in _ids(backends.for_namespace(store.namespace), "zebra")
+
+
+def test_a_namespace_of_few_memories_is_staged_whole_not_committed(client, tmp_path):
+    """An agent's first turns: fewer than fold_changes memories are staged at the build (no writer,
+    no commit), searched and scored as committed ones; the directory says nothing is committed, so
+    another process stages the log from its start; reaching fold_changes commits them all."""
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}") for i in range(3)])
+    backends = _backends(client, tmp_path, fold_changes=5)
+    built = backends.for_namespace("ns")
+    index = backends.registry._entries["ns"].index
+    assert built.readiness.how == "built" and built.readiness.staged == 3 and not index.writing and len(index) == 0
+    assert _ids(built) == {"m0", "m1", "m2"} and _saved_version(backends) == 0
+    store.upsert([Memory(id="m3", content_title="bitcoin zebra")])
+    horse = LocalBackends(client, local=LocalSettings(fold_changes=5), index_root=backends.index_root)
+    found = horse.for_namespace("ns")
+    assert found.readiness.how == "disk" and found.readiness.changes == 2 and _ids(found) == {"m0", "m1", "m2", "m3"}
+    store.upsert([Memory(id="m4", content_title="bitcoin yak")])
+    folded = backends.for_namespace("ns")  # 3 staged at the build + 2 changes: fold_changes reached
+    assert folded.readiness.folded == 5 and _saved_version(backends) == 3 and len(index) == 5
+    assert _ids(folded) == {f"m{i}" for i in range(5)}
