@@ -219,10 +219,17 @@ def reason(error: redis.RedisError) -> str:
     return str(error)
 
 
+# A plain URL's pool: threads sharing one client past this many commands at once wait for a free
+# connection (up to POOL_WAIT_SECONDS) instead of failing, as redis-py's own pool does past 100.
+MAX_CONNECTIONS = 1000
+POOL_WAIT_SECONDS = 30.0
+
+
 def client_for(url: str) -> redis.Redis:
     """A client for ``url`` (raw bytes, as RQ needs), with health checks, that
     rides out a Redis restart (connection errors retried for about ten
     seconds) and waits while Redis is out of memory (see ``ferret.redis_retry``).
+    Any number of threads may share it (see ``MAX_CONNECTIONS``).
     A ``redis+cluster://`` URL gives a ``RedisCluster``, which has the commands
     the memory store uses (keys of one namespace share a slot), not all of
     ``redis.Redis``'s: only the store takes one (``ferret.store_conn``)."""
@@ -231,7 +238,11 @@ def client_for(url: str) -> redis.Redis:
             return cast(redis.Redis, _cluster_client(url, health_check_interval=30))
         if is_sentinel_url(url):
             return _sentinel_client(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
-        return redis.Redis.from_url(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
+        pool = redis.BlockingConnectionPool.from_url(url, health_check_interval=30, retry=PatientRetry(redacted(url)),
+                                                     max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT_SECONDS)
+        client = redis.Redis(connection_pool=pool)
+        client.auto_close_connection_pool = True  # as from_url's: closing the client closes its pool
+        return client
     except ValueError as exc:
         raise ConfigError(f"invalid redis URL {redacted(url)}: {exc}") from exc
 
