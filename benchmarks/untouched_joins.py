@@ -1,10 +1,11 @@
-"""A compound set kept untouched: ten ways of joining two questions that no rule was written for.
+"""Compound sets kept untouched: ten ways of joining two questions that no rule was written for, a set.
 
-Written before any decomposition or ranking change of issue 30 was tuned, and frozen in
+The first was written before any decomposition or ranking change of issue 30 was tuned, and frozen in
 ``benchmarks/data/untouched_joins.jsonl`` (two questions of one conversation with disjoint evidence,
-per join style and conversation). Nothing is tuned on it: it is only measured, so it says whether a
-change carries over to phrasings nobody tried. ``ferret bench retrieval --folds`` reads the file; this
-module only wrote it (``python -m benchmarks.untouched_joins DATA OUT``) and names the styles.
+per join style and conversation); each later one before the rule it tests (see ``SETS``). Nothing is
+tuned on them: they are only measured, so they say whether a change carries over to phrasings nobody
+tried. ``ferret bench retrieval --folds`` reads the files (``frozen_sets``); this module only wrote
+them (``python -m benchmarks.untouched_joins DATA OUT [SET]``) and names the styles.
 """
 
 from __future__ import annotations
@@ -89,10 +90,20 @@ def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
     return sets
 
 
-def main(data: str, out: str, which: str = "first") -> None:
-    styles, seed, frozen = {"first": (UNTOUCHED, 30, FROZEN), "after": (UNTOUCHED_AFTER, 31, FROZEN_AFTER),
-                            "third": (UNTOUCHED_THIRD, 32, FROZEN_THIRD),
-                            "fourth": (UNTOUCHED_FOURTH, 33, FROZEN_FOURTH)}[which]
+# Each set by the name the folds report titles it with: its styles, the seed that drew its questions,
+# and its frozen file.
+SETS: dict[str, tuple[tuple[Phrasing, ...], int, Path]] = {
+    "before": (UNTOUCHED, 30, FROZEN), "after": (UNTOUCHED_AFTER, 31, FROZEN_AFTER),
+    "third": (UNTOUCHED_THIRD, 32, FROZEN_THIRD), "fourth": (UNTOUCHED_FOURTH, 33, FROZEN_FOURTH)}
+
+
+def frozen_sets() -> dict[str, dict[str, list[CompoundQuery]]]:
+    """Every frozen set's rows, by set and join style."""
+    return {name: frozen_set(path) for name, (_, _, path) in SETS.items()}
+
+
+def main(data: str, out: str, which: str = "before") -> None:
+    styles, seed, frozen = SETS[which]
     sets = phrasing_sets(load(Path(data)).questions, per_conversation=8, seed=seed, phrasings=styles)
     directory = Path(out)
     write_sets(sets, directory)

@@ -101,13 +101,11 @@ def _retrieval_folds(dataset: Any, compounds: list[Any], k: int, pipeline: Any, 
     from benchmarks import phrasings
     from benchmarks.folds import evaluate_folds
     from benchmarks.folds_report import markdown
-    from benchmarks.untouched_joins import FROZEN_AFTER, FROZEN_FOURTH, FROZEN_THIRD, frozen_set
+    from benchmarks.untouched_joins import frozen_sets
 
     sets = {"templates": compounds, **phrasings.phrasing_sets(dataset.questions)}
     try:
-        report = evaluate_folds(dataset, k, pipeline, sets, {"before": frozen_set(), "after": frozen_set(FROZEN_AFTER),
-                                                                "third": frozen_set(FROZEN_THIRD),
-                                                                "fourth": frozen_set(FROZEN_FOURTH)}, embedder)
+        report = evaluate_folds(dataset, k, pipeline, sets, frozen_sets(), embedder)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     out_dir.mkdir(parents=True, exist_ok=True)
