@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from ferret.text import QUESTION_WORDS, REQUEST_PHRASES
+from ferret.text import AUXILIARIES, MODALS, PERFECT, QUESTION_WORDS, REQUEST_PHRASES
 from worker.backends.tokens import tokenize
 
 _BOUNDARY = re.compile(r"(?<=[.?!])\s+(?=¿?[A-Z])|\s*;\s*|\s+/\s+|\s*\(\s*|\s*\)\s*|\s+[-–—]{1,2}\s+"
@@ -54,7 +54,7 @@ _SUBJECT_WORDS = frozenset("i you he she we they it".split())
 MAX_LEAD_IN_WORDS = 4
 _WEAK_BOUNDARY = re.compile(r"(,\s*|\s+[&+]\s+)")
 _QUESTION_WORD = re.compile(rf"¿?(?:{_PREPOSITION}\s+)?(?:{QUESTION_WORDS['en']})\b", re.IGNORECASE)
-_AUXILIARY_WORD = re.compile(rf"(?:{_AUXILIARY}|should|had|might|may|must)$", re.IGNORECASE)
+_AUXILIARY_WORDS = AUXILIARIES | MODALS | PERFECT | frozenset("will might may must".split())
 _INVERTED = re.compile(rf"{_AUXILIARY}\s+{_SUBJECT}\b", re.IGNORECASE)
 # Words after a question word that open a subordinate clause's subject or phrase, not a verb whose
 # subject the question word is ("when the posters ...", "how to ...", "what my ..." vs "what inspired").
@@ -105,7 +105,7 @@ def _direct(clause: str) -> bool:
     if words and words[0].islower() and words[0] not in _NOT_A_VERB:  # the question word is the subject
         return True
     for index, word in enumerate(words):
-        if _AUXILIARY_WORD.match(word):
+        if word.lower() in _AUXILIARY_WORDS:
             return True
         if word.lower() in _SUBJECT_WORDS or word[:1].isupper() or index == MAX_WORDS_BEFORE_AUXILIARY:
             return False
