@@ -60,6 +60,11 @@ def stored_length(length: int) -> int:
     return FIELD_NORMS[max(0, bisect_right(FIELD_NORMS, length) - 1)]
 
 
+def bm25_idf(docs: int, doc_freq: int) -> float:
+    """tantivy's BM25 idf of a term in ``doc_freq`` of ``docs`` documents."""
+    return math.log(1 + (docs - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
 @dataclass(frozen=True)
 class StagedDoc:
     memory: Memory  # what the fold adds to the index, and what filters are checked on
@@ -86,7 +91,7 @@ class Statistics:
 
     def idf(self, token: str) -> float:
         df = self.doc_freq.get(token, 0)
-        return math.log(1 + (self.docs - df + 0.5) / (df + 0.5))
+        return bm25_idf(self.docs, df)
 
 
 class RecentChanges:

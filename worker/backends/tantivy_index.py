@@ -19,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
-import math
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -29,7 +28,7 @@ import tantivy
 
 from ferret.records import Filters, Memory, TimeRange
 from worker.backends.filtering import matches, parse_time
-from worker.backends.recent_changes import RecentChanges, Statistics
+from worker.backends.recent_changes import RecentChanges, Statistics, bm25_idf
 from worker.backends.tokens import tokenize
 
 WRITER_HEAP_BYTES = 15_000_000  # tantivy's smallest writer budget
@@ -223,9 +222,7 @@ class MemoryIndex:
         return int(self._searcher.num_docs)
 
     def _idf(self, token: str) -> float:
-        size = self._searcher.num_docs
-        df = self._searcher.doc_freq("tokens", token)
-        return math.log(1 + (size - df + 0.5) / (df + 0.5))
+        return bm25_idf(self._searcher.num_docs, self._searcher.doc_freq("tokens", token))
 
     def _corpus(self, tokens: list[str]) -> tuple[int, float] | None:
         """The committed index's document count and average length as tantivy's BM25 takes them
@@ -279,8 +276,8 @@ class MemoryIndex:
         corpus = self._corpus(tokens)
         docs, average = corpus if corpus is not None else (0, 0.0)
         index_doc_freq = {t: int(self._searcher.doc_freq("tokens", t)) for t in set(tokens)}
-        staged_lengths = recent.total_length / len(recent.docs) if recent.docs else 1.0
-        statistics = recent.statistics(tokens, docs, average if docs else staged_lengths, index_doc_freq)
+        staged_average = recent.total_length / len(recent.docs) if recent.docs else 1.0
+        statistics = recent.statistics(tokens, docs, average if docs else staged_average, index_doc_freq)
         pairs = [] if recent.cleared else [
             (memory_id, score) for memory_id, score in self._committed_hits(
                 tokens, limit + recent.stale, filters, self._idf_boosts(statistics, index_doc_freq, docs))
@@ -297,7 +294,7 @@ class MemoryIndex:
         for token, df in index_doc_freq.items():
             if df == 0 or docs <= 0 or not self.recent.doc_freq(token):
                 continue
-            now = math.log(1 + (docs - df + 0.5) / (df + 0.5))
+            now = bm25_idf(docs, df)
             if now > 0:
                 boosts[token] = statistics.idf(token) / now
         return boosts
