@@ -229,7 +229,8 @@ def client_for(url: str) -> redis.Redis:
     """A client for ``url`` (raw bytes, as RQ needs), with health checks, that
     rides out a Redis restart (connection errors retried for about ten
     seconds) and waits while Redis is out of memory (see ``ferret.redis_retry``).
-    Any number of threads may share it (see ``MAX_CONNECTIONS``).
+    On a plain URL any number of threads may share it (see ``MAX_CONNECTIONS``); a
+    Sentinel or cluster URL keeps redis-py's own pool.
     A ``redis+cluster://`` URL gives a ``RedisCluster``, which has the commands
     the memory store uses (keys of one namespace share a slot), not all of
     ``redis.Redis``'s: only the store takes one (``ferret.store_conn``)."""
