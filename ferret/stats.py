@@ -71,7 +71,8 @@ class JobStats(BaseModel):
     index_fold_ms: float | None = None  # how long that commit took
     index_evictions: int | None = None  # namespaces evicted to stay within the memory bound
     # The agent loop (seed 002), when it ran: outcome (ok | clarification | deadline | fallback | disabled),
-    # steps, parallel_steps, backtracked, reflection_concluded, forced_conclusion, llm_calls, llm_ms, reason.
+    # steps, parallel_steps, backtracked, reflection_concluded, forced_conclusion, llm_calls, llm_answers
+    # (calls the model answered), llm_ms, reason.
     agent: dict[str, Any] | None = None
     # The job around the pipeline.
     cache_hit: bool | None = None

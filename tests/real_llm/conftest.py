@@ -1,6 +1,9 @@
 """The real local model (``ferret llm serve``: Qwen2.5-Coder-1.5B-Instruct behind llama.cpp's server) for the
 ``real_llm`` tests, started once per session. They skip, saying why, when the llm extra is not installed
-(they fail instead when ``REAL_LLM_REQUIRED`` is set, as .ci/run sets it)."""
+(they fail instead when ``REAL_LLM_REQUIRED`` is set, as .ci/run sets it).
+
+``REAL_LLM_URL`` names a server already running instead (its ``/v1`` base URL): a test of these tests points
+it at a server that cannot generate, and every one of them must then fail."""
 
 from __future__ import annotations
 
@@ -30,6 +33,10 @@ def _missing() -> str | None:
 @pytest.fixture(scope="session")
 def real_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL of a running real model server."""
+    given = os.environ.get("REAL_LLM_URL")
+    if given:
+        yield given
+        return
     missing = _missing()
     if missing and os.environ.get("REAL_LLM_REQUIRED"):  # CI installs the extra: a skip would hide it
         pytest.fail(f"REAL_LLM_REQUIRED is set but {missing}")

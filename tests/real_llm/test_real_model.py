@@ -1,5 +1,6 @@
-"""The LLM stages against the real local model (marked ``real_llm``): whatever the model writes, a run ends
-``ok`` or ``fallback`` with a reason, never an exception, never past its deadline."""
+"""The LLM stages against the real local model (marked ``real_llm``). Each test first needs the model to have
+answered (an agent step taken on a reply, a rating parsed): a dead or absent server fails every one of them.
+Then, whatever the model writes, a run ends with an outcome and never past its deadline."""
 
 from __future__ import annotations
 
@@ -42,16 +43,17 @@ def _agent(url: str, memories: list[Memory], query: str, deadline: float, call_t
     return answer, time.monotonic() - started
 
 
-def test_a_full_agent_run_ends_ok_or_fallback_within_its_deadline(real_model, sample_memories):
+def test_a_full_agent_run_takes_steps_on_the_models_replies_within_its_deadline(real_model, sample_memories):
     answer, seconds = _agent(real_model, sample_memories, "Compare my BTC thesis with my ETH thesis", 240, 90)
-    outcome = answer.stats["outcome"]
-    assert outcome in ("ok", "fallback", "deadline"), answer.stats
-    assert outcome != "fallback" or answer.stats.get("reason")
-    assert seconds <= 240 + 1 and answer.stats["llm_calls"] >= 1
-    assert answer.hits  # the fast path's at least
+    stats = answer.stats
+    assert stats["llm_answers"] >= 1 and stats["steps"] >= 1, stats  # the model replied and a step was taken
+    assert stats["outcome"] in ("ok", "clarification", "deadline", "fallback"), stats
+    assert stats["outcome"] != "fallback" or stats.get("reason")
+    assert seconds <= 240 + 1
+    assert answer.hits  # the agent's or, at the least, the fast path's
 
 
-def test_a_rerank_of_ten_hits_answers_within_its_timeout(real_model, sample_memories):
+def test_a_rerank_of_ten_hits_parses_the_models_ratings_within_its_timeout(real_model, sample_memories):
     settings = _settings(real_model, 60)
     scorer = LLMScorer(settings.rerank, ChatClient(settings.rerank))
     hits = [Hit.of(m, 0.5) for m in sample_memories[:10]]
@@ -64,7 +66,11 @@ def test_a_rerank_of_ten_hits_answers_within_its_timeout(real_model, sample_memo
     assert scores and set(scores) <= set(range(10)) and all(0 <= s <= 10 for s in scores.values())
 
 
-def test_the_deadline_cuts_a_slow_generation(real_model, sample_memories):
-    answer, seconds = _agent(real_model, sample_memories, "Compare my BTC thesis with my ETH thesis", 3, 60)
-    assert answer.stats["outcome"] in ("deadline", "ok", "fallback") and seconds <= 3 + 1
-    assert answer.stats["outcome"] != "ok" or answer.stats["llm_calls"] >= 1
+def test_the_deadline_cuts_a_generation_under_way(real_model, sample_memories):
+    """A 60 s call in a 4 s job: the model is reached, and the job's deadline, not the call's timeout or a
+    failure, ends the run (``deadline``), or the model was quick enough to finish (``ok``/``clarification``)."""
+    answer, seconds = _agent(real_model, sample_memories, "Compare my BTC thesis with my ETH thesis", 4, 60)
+    stats = answer.stats
+    assert stats["llm_calls"] >= 1 and stats["outcome"] in ("deadline", "ok", "clarification"), stats
+    assert stats["outcome"] == "deadline" or stats["llm_answers"] >= 1, stats
+    assert seconds <= 4 + 1

@@ -49,7 +49,7 @@ Chat = Callable[[list[dict[str, str]], float], str]  # (messages, timeout) -> re
 def empty_stats(outcome: str) -> dict[str, Any]:
     """``stats.agent`` of a run that took no step: every field it always has."""
     return {"outcome": outcome, "steps": 0, "parallel_steps": 0, "backtracked": False, "reflection_concluded": False,
-            "forced_conclusion": False, "llm_calls": 0, "llm_ms": [], "parse_repairs": 0}
+            "forced_conclusion": False, "llm_calls": 0, "llm_answers": 0, "llm_ms": [], "parse_repairs": 0}
 
 
 def _signature(action: ToolCall) -> str:
@@ -150,6 +150,7 @@ class AgentLoop:
                 if cut_by_deadline:
                     raise _OutOfTime()
                 raise AgentFailed("timeout", f"no {purpose} answer within {bound:.2f}s")
+            self.stats["llm_answers"] += 1
             span.set(chars=len(answer))
         return answer
 

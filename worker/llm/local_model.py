@@ -28,7 +28,8 @@ MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
 MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4.gguf"
 MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct"
 GGUF_MAGIC = b"GGUF"
-INSTALL_HINT = "pip install -e '.[llm]' (llama-cpp-python builds from source, ~4.5 min on 2 cores)"
+INSTALL_HINT = ("pip install --no-cache-dir -e '.[llm]' with CMAKE_ARGS set for a portable CPU target "
+                "(llama-cpp-python builds from source, ~4 min on 2 cores; README)")
 
 
 def default_cache() -> Path:
