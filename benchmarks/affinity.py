@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.locomo import Dataset, Question
 from benchmarks.retrieval import Answer, _pipeline, score_singles
+from ferret.bench.locomo import Dataset, Question
 from ferret.settings import CoRetrievalSettings, PipelineSettings
-from worker.backends.memory import InMemoryBackend
-from worker.co_retrieval.affinity import AffinityBackend, InMemoryAffinity
-from worker.co_retrieval.groups import groups_of
-from worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.co_retrieval.affinity import AffinityBackend, InMemoryAffinity
+from ferret.worker.co_retrieval.groups import groups_of
+from ferret.worker.pipeline.orchestrator import run_pipeline
 
 WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.4)
 

@@ -16,15 +16,15 @@ from typing import Any
 
 import redis
 
-from benchmarks.common import private_redis
+from ferret.bench.common import private_redis
 from ferret.contract import RetrievalRequest
 from ferret.envelope import JobEnvelope
 from ferret.job_ids import job_id_for
 from ferret.records import Memory
 from ferret.settings import load_settings
-from worker.backends.local import MemoryStore
-from worker.core.resources import build_resources
-from worker.core.run import run_job
+from ferret.worker.backends.local import MemoryStore
+from ferret.worker.core.resources import build_resources
+from ferret.worker.core.run import run_job
 
 
 def repeated_batch(memories: Mapping[str, Sequence[Memory]], queries: Sequence[tuple[str, str]]) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from worker.semantic.embedders import Embedder
-from worker.semantic.vectors import Matrix
+from ferret.worker.semantic.embedders import Embedder
+from ferret.worker.semantic.vectors import Matrix
 
 
 class CachedEmbedder:

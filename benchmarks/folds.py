@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.locomo import CompoundQuery, Dataset, Question
 from benchmarks.retrieval import Answer, System, _oracle_split, _parts_found, _pipeline, _recall, is_split
+from ferret.bench.locomo import CompoundQuery, Dataset, Question
 from ferret.settings import PipelineSettings
-from worker.backends.memory import InMemoryBackend
+from ferret.worker.backends.memory import InMemoryBackend
 
 BOOTSTRAP_ROUNDS = 2000
 

@@ -22,17 +22,17 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchmarks.locomo import CompoundQuery, Dataset, Question
+from ferret.bench.locomo import CompoundQuery, Dataset, Question
 from ferret.contract import parse_request
 from ferret.settings import Settings
 from ferret.tracing import NoopTracer
-from worker.agent.job import agent_chat, run_agent
-from worker.backends.memory import InMemoryBackend
-from worker.llm.chat import ChatClient
-from worker.llm.reranker import LLMScorer
-from worker.pipeline.budget import Budget
-from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.rerank import Reranking
+from ferret.worker.agent.job import agent_chat, run_agent
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.llm.chat import ChatClient
+from ferret.worker.llm.reranker import LLMScorer
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.pipeline.rerank import Reranking
 
 BOOTSTRAP_ROUNDS = 2000
 CALLED = ("ok", "timeout", "error", "malformed")  # re-rank outcomes of a call made (not too_few, deadline, ...)

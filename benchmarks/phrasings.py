@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.locomo import CompoundQuery, Question
+from ferret.bench.locomo import CompoundQuery, Question
 from ferret.settings import PipelineSettings
 from ferret.text import starts_with_question_word
 

@@ -16,18 +16,18 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
 
-from benchmarks.locomo import CompoundQuery, Dataset, Question
+from ferret.bench.locomo import CompoundQuery, Dataset, Question
 from ferret.records import NO_FILTERS, Hit
 from ferret.settings import SEED_FUSION_WEIGHTS, PipelineSettings
 from ferret.text import strip_question_words
-from worker.backends.memory import InMemoryBackend
-from worker.co_retrieval.affinity import InMemoryAffinity
-from worker.pipeline.classify import classify
-from worker.pipeline.decompose import decompose
-from worker.pipeline.formatting import estimate_tokens, format_context
-from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.sections import sections_for
-from worker.semantic.embedders import Embedder
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.co_retrieval.affinity import InMemoryAffinity
+from ferret.worker.pipeline.classify import classify
+from ferret.worker.pipeline.decompose import decompose
+from ferret.worker.pipeline.formatting import estimate_tokens, format_context
+from ferret.worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.pipeline.sections import sections_for
+from ferret.worker.semantic.embedders import Embedder
 
 KS = (5, 10, 20)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchmarks.locomo import CompoundQuery, load, read_compound_file
 from benchmarks.phrasings import Phrasing, _bare, _low, phrasing_sets, write_sets
+from ferret.bench.locomo import CompoundQuery, load, read_compound_file
 
 FROZEN = Path(__file__).parent / "data" / "untouched_joins.jsonl"
 
@@ -32,7 +32,7 @@ UNTOUCHED: tuple[Phrasing, ...] = (
     Phrasing("two_sentences", 2, lambda qs: f"{_bare(qs[0])}. {_bare(qs[1])}."),
 )
 
-# A second set, written after the clause rule (``worker.pipeline.clauses``) and frozen before it was
+# A second set, written after the clause rule (``ferret.worker.pipeline.clauses``) and frozen before it was
 # ever run on it: the first set's styles were known when that rule was written, these were not.
 FROZEN_AFTER = Path(__file__).parent / "data" / "untouched_joins_after.jsonl"
 UNTOUCHED_AFTER: tuple[Phrasing, ...] = (

@@ -17,7 +17,10 @@ from ferret.records import Filters, encodable_text, without_control_characters
 from ferret.settings import LimitSettings
 from ferret.stats import JobStats
 
-JOB_FUNCTION = "rq_wing.entry.run_retrieval"
+JOB_FUNCTION = "ferret.rq_layer.entry.run_retrieval"
+# The same function's name before Ferret installed under one import root: jobs a producer of that version put
+# on a queue are still Ferret's, and run as JOB_FUNCTION.
+FORMER_JOB_FUNCTIONS: frozenset[str] = frozenset({"rq_wing.entry.run_retrieval"})
 
 Queue = Literal["prefetch", "batch"]
 Status = Literal["ok", "partial", "expired", "failed"]

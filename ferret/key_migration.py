@@ -16,7 +16,7 @@ import re
 
 import redis
 
-from ferret.store_conn import is_cluster
+from ferret.redis_plumbing.store_conn import is_cluster
 
 logger = logging.getLogger(__name__)
 

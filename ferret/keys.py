@@ -45,7 +45,7 @@ def embeddings(namespace: str) -> str:
 
 
 def changes(namespace: str) -> str:
-    """Stream: the namespace's change log, one entry per write (see worker.backends.change_log)."""
+    """Stream: the namespace's change log, one entry per write (see ferret.worker.backends.change_log)."""
     return f"{PREFIX}:ns:{{{namespace}}}:changes"
 
 
@@ -102,7 +102,7 @@ def done(job_id: str) -> str:
 
 
 def conversation(namespace: str, conversation_id: str) -> str:
-    """List: a conversation's latest prefetches, newest first (``producer.conversations``)."""
+    """List: a conversation's latest prefetches, newest first (``ferret.producer.conversations``)."""
     digest = hashlib.sha256(conversation_id.encode()).hexdigest()[:32]
     return f"{PREFIX}:ns:{namespace}:conversation:{digest}"
 

@@ -7,7 +7,7 @@ already holding another job's trace is never overwritten (nothing is
 written and the caller picks a new id), and every key gets a TTL. Waiters
 block on the done list (BLPOP) instead of polling, and put the token back
 for other waiters; the script also publishes on a channel named as the done
-list, for waiters that share one connection (``producer.done_hub``).
+list, for waiters that share one connection (``ferret.producer.done_hub``).
 
 A cache entry written with a result is also entered in the cache index (a
 sorted set by write time); past ``cache_max_entries`` the oldest entries are
@@ -27,11 +27,11 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from ferret import keys
-from ferret.clock import Clock, RedisClock
 from ferret.contract import RetrievalResult
 from ferret.errors import BadResult, ForeignResult
 from ferret.packed import MAX_VALUE_BYTES, UnpackFailed, pack, unpack
-from ferret.replication import ReplicaWait
+from ferret.redis_plumbing.clock import Clock, RedisClock
+from ferret.redis_plumbing.replication import ReplicaWait
 from ferret.signing import result_signature_holds, sign_result, split_result
 from ferret.steps import Call, Step
 
@@ -95,7 +95,7 @@ class ResultStore:
         self.client = client
         self.signing_key = signing_key
         self.clock = clock or RedisClock(client)
-        self.replicas = replicas  # a result write waits for them (ferret.replication)
+        self.replicas = replicas  # a result write waits for them (ferret.redis_plumbing.replication)
         self.result_ttl = result_ttl
         self.trace_ttl = trace_ttl
         self.by_queue = by_queue or {}

@@ -201,7 +201,7 @@ class NousSettings(_Strict):
 
 
 class LocalSettings(_Strict):
-    """The local backend's indexes (see worker.backends.index_registry)."""
+    """The local backend's indexes (see ferret.worker.backends.index_registry)."""
 
     # Everything a worker's indexes may hold (their files, memory-mapped when open, and open
     # writers); past it the least recently used namespaces are closed and removed.
@@ -216,7 +216,7 @@ class LocalSettings(_Strict):
     snapshot_refresh_changes: int = Field(2_000, ge=1)
     # How long a job may wait for a big namespace's first index before it fails.
     build_wait_seconds: float = Field(1.5, ge=0, le=600)
-    # A write is searchable at once, staged in memory (worker.backends.recent_changes); staged writes
+    # A write is searchable at once, staged in memory (ferret.worker.backends.recent_changes); staged writes
     # are committed to the index once this many are staged (on the job that stages the last one),
     # or, after a job, once the oldest has waited fold_seconds. A commit costs ~6-12 ms whatever it
     # holds: the longer they wait, the more of them share one (nothing is lost by waiting: Redis
@@ -225,7 +225,7 @@ class LocalSettings(_Strict):
     fold_seconds: float = Field(30.0, ge=0, le=3600)
     # Where the memories live (unset: the queue Redis). Any Redis URL, including
     # redis+sentinel://... and a Redis Cluster, redis+cluster://host:port[,host:port...]
-    # (see ferret.store_conn); queues, results and traces stay on redis.url.
+    # (see ferret.redis_plumbing.store_conn); queues, results and traces stay on redis.url.
     store_url: str | None = None
     # A memory write is acknowledged only once this many replicas of its shard have it
     # (WAIT, at most store_replica_ack_timeout_ms; short of it the write fails
@@ -298,7 +298,7 @@ class ServiceSettings(_Strict):
     max_reruns: int = Field(1, ge=0, le=5)
     # How often one worker trims RQ's registries and sweeps the intermediate queue (RQ's default).
     maintenance_interval_seconds: int = Field(600, ge=1, le=86_400)
-    # RQ's bookkeeping without repeats (rq_wing.bookkeeping); false: stock RQ's, every write it makes.
+    # RQ's bookkeeping without repeats (ferret.rq_layer.bookkeeping); false: stock RQ's, every write it makes.
     lean_bookkeeping: bool = True
 
 

@@ -41,7 +41,7 @@ class JobStats(BaseModel):
     # The searches and what followed.
     retries: int | None = None
     # Sub-queries (by index) whose search and retry found nothing, and how many of them one more try
-    # filled (the semantic retriever, else the words beginning with theirs): worker.pipeline.orchestrator.
+    # filled (the semantic retriever, else the words beginning with theirs): ferret.worker.pipeline.orchestrator.
     empty_parts: list[int] | None = None
     empty_parts_filled: int | None = None
     replacements_attempted: int | None = None
@@ -63,7 +63,7 @@ class JobStats(BaseModel):
     # retrievers run and skipped, per sub-query the weights after the shifts and the shifts, how many
     # results each retriever contributed, sub-queries where every retriever was weak, retriever errors.
     fusion: dict[str, Any] | None = None
-    # The local backend's index for this job (worker.backends.index_registry).
+    # The local backend's index for this job (ferret.worker.backends.index_registry).
     index: str | None = None  # warm | caught_up | disk | snapshot | built
     index_changes: int | None = None  # change-log entries applied before the search (staged: no commit)
     index_staged: int | None = None  # changes searchable from memory, not yet committed to the index

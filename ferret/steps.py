@@ -13,11 +13,11 @@ Operations, each one round trip:
 - ``Call``: one command (its reply parsed as redis-py parses it);
 - ``Batch``: commands sent together (a MULTI/EXEC when ``transaction``);
 - ``Eval``: a Lua script (EVALSHA, loaded on first use);
-- ``Now``: Redis's clock (``ferret.clock``: a reading every 30 s, else none);
+- ``Now``: Redis's clock (``ferret.redis_plumbing.clock``: a reading every 30 s, else none);
 - ``Replicate``: wait until the writes so far are on enough replicas.
 
 ``on`` names the server: ``queue`` (queues, results, traces) or ``store``
-(the memory store, which may be another Redis: ``ferret.store_conn``).
+(the memory store, which may be another Redis: ``ferret.redis_plumbing.store_conn``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import redis
 import redis.asyncio as aredis
 from redis.commands.core import AsyncScript
 
-from ferret.replication import MARK_KEY, RETRY_AFTER_SECONDS
+from ferret.redis_plumbing.replication import MARK_KEY, RETRY_AFTER_SECONDS
 from ferret.steps import Batch, Call, Eval, Now, Op, Replicate, Step
 
 T = TypeVar("T")
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 class AsyncRedisClock:
-    """``ferret.clock.RedisClock`` for the event loop: Redis's ``TIME`` read (awaited) at most
+    """``ferret.redis_plumbing.clock.RedisClock`` for the event loop: Redis's ``TIME`` read (awaited) at most
     every ``refresh_seconds``, the monotonic clock in between."""
 
     def __init__(self, client: aredis.Redis, refresh_seconds: float = 30.0) -> None:
@@ -49,7 +49,7 @@ class AsyncRedisClock:
 
 
 class AsyncReplicaWait:
-    """``ferret.replication.ReplicaWait`` awaited (same mark key, same back-off after a short wait)."""
+    """``ferret.redis_plumbing.replication.ReplicaWait`` awaited (same mark key, same back-off after a short wait)."""
 
     def __init__(self, client: aredis.Redis, replicas: int, timeout_ms: int) -> None:
         self.client, self.replicas, self.timeout_ms = client, replicas, timeout_ms

@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 import redis
 from redis.commands.core import Script
 
-from ferret.clock import Clock
-from ferret.replication import ReplicaWait
+from ferret.redis_plumbing.clock import Clock
+from ferret.redis_plumbing.replication import ReplicaWait
 from ferret.steps import Batch, Call, Eval, Now, Op, Replicate, Step
 
 T = TypeVar("T")

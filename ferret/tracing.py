@@ -111,7 +111,7 @@ class SpanCollector:
 
     def __init__(self, trace_id: str | None = None, max_spans: int = 500,
                  clock_ns: Callable[[], int] = time.time_ns) -> None:
-        """``clock_ns``: epoch nanoseconds (a worker's: Redis's clock, ``ferret.clock``)."""
+        """``clock_ns``: epoch nanoseconds (a worker's: Redis's clock, ``ferret.redis_plumbing.clock``)."""
         self.trace_id = trace_id or new_trace_id()
         self.clock_ns = clock_ns
         self.max_spans = max_spans

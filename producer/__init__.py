@@ -1,5 +1,5 @@
 """Ferret's producer side: enqueue retrieval jobs and read their results."""
 
-from producer.client import JobHandle, Producer
+from ferret.producer.client import JobHandle, Producer
 
 __all__ = ["JobHandle", "Producer"]

@@ -21,21 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from ferret.async_redis import async_client_for
 from ferret.contract import RetrievalResult, parse_request
-from ferret.embedded_redis import redis_url_for
 from ferret.errors import InvalidMemory
 from ferret.ingest import parse_memory
+from ferret.producer.async_client import AsyncProducer
+from ferret.producer.client import JobHandle, JobState, Producer
+from ferret.producer.conversations import ConversationContext
 from ferret.records import Memory
-from ferret.redis_conn import client_for
+from ferret.redis_plumbing.async_redis import async_client_for
+from ferret.redis_plumbing.embedded_redis import redis_url_for
+from ferret.redis_plumbing.redis_conn import client_for
+from ferret.redis_plumbing.store_conn import separate_store_url, store_client
 from ferret.settings import Settings, load_settings
-from ferret.store_conn import separate_store_url, store_client
-from producer.async_client import AsyncProducer
-from producer.client import JobHandle, JobState, Producer
-from producer.conversations import ConversationContext
 
 if TYPE_CHECKING:
-    from worker.backends.writers import MemoryWriter
+    from ferret.worker.backends.writers import MemoryWriter
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class Client:
     @contextmanager
     def _writer(self, namespace: str) -> Iterator[MemoryWriter]:
         """The writer ``ferret ingest`` uses (imported here: producers that only ask never load it)."""
-        from worker.backends.writers import writer_for
+        from ferret.worker.backends.writers import writer_for
 
         checked = parse_request({"query": "x", "namespace": namespace}, self.settings.limits).namespace
         writer = writer_for(self.settings, store_client(self.settings, self.redis), checked)
@@ -147,7 +147,7 @@ class Client:
 
 class AsyncClient:
     """``Client``'s methods as coroutines, on ``redis.asyncio``: waiting never blocks the loop,
-    and a thousand waiters share one connection (``producer.async_client``).
+    and a thousand waiters share one connection (``ferret.producer.async_client``).
 
     ``remember`` and ``forget`` run ``ferret ingest``'s writer (blocking code: the local
     backend's store, or Nous over HTTP) in a worker thread, one call at a time per call made."""

@@ -1,10 +1,10 @@
-"""The asyncio producer: ``producer.rules`` run with ``redis.asyncio``.
+"""The asyncio producer: ``ferret.producer.rules`` run with ``redis.asyncio``.
 
 The same rules as the blocking ``Producer`` (ids, claims, coalescing,
-deadlines, supersedes: ``producer.rules``, ``producer.conversations``), so
+deadlines, supersedes: ``ferret.producer.rules``, ``ferret.producer.conversations``), so
 the two clients enqueue the same jobs. Waiting never blocks the loop and
 holds no connection per waiter: waiters share one subscriber connection
-(``producer.done_hub``) and read the result when it is announced, or at
+(``ferret.producer.done_hub``) and read the result when it is announced, or at
 each slice of their wait; a job a failover lost is enqueued again, as the
 blocking client does.
 """
@@ -20,13 +20,13 @@ import redis
 import redis.asyncio as aredis
 
 from ferret.contract import RetrievalRequest, RetrievalResult
+from ferret.producer.conversations import ConversationContext, ConversationRules
+from ferret.producer.done_hub import DoneHub
+from ferret.producer.rules import JobHandle, JobState, ProducerRules, RedisAway, check_owner, job_id_of
 from ferret.results import WAIT_SLICE_SECONDS
 from ferret.settings import Settings
 from ferret.steps import Step
 from ferret.steps_async import AsyncRedisClock, AsyncReplicaWait, AsyncSteps
-from producer.conversations import ConversationContext, ConversationRules
-from producer.done_hub import DoneHub
-from producer.rules import JobHandle, JobState, ProducerRules, RedisAway, check_owner, job_id_of
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 class AsyncProducer:
     def __init__(self, client: aredis.Redis, settings: Settings, store: aredis.Redis | None = None) -> None:
-        """``store``: the memory store's client when it is not ``client`` (``ferret.store_conn``)."""
+        """``store``: the memory store's client when it is not ``client`` (``ferret.redis_plumbing.store_conn``)."""
         self.client = client
         self.store = store if store is not None else client
         self.settings = settings

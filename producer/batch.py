@@ -22,7 +22,7 @@ from typing import IO, Any, Protocol
 from ferret.contract import FINAL_STATUSES
 from ferret.errors import BadResult, InvalidRequest, ResultTimeout
 from ferret.json_input import parse_object
-from producer.client import JobHandle, Producer
+from ferret.producer.client import JobHandle, Producer
 
 
 @dataclass

@@ -1,7 +1,7 @@
-"""The blocking producer: ``producer.rules`` run with redis-py's blocking client.
+"""The blocking producer: ``ferret.producer.rules`` run with redis-py's blocking client.
 
-See ``producer.rules`` for what enqueueing does (ids, claims, coalescing,
-deadlines); ``AsyncProducer`` (``producer.async_client``) runs the same
+See ``ferret.producer.rules`` for what enqueueing does (ids, claims, coalescing,
+deadlines); ``AsyncProducer`` (``ferret.producer.async_client``) runs the same
 rules on an event loop. Waiting blocks on the job's done list (BLPOP), in
 slices, and enqueues again a job a failover lost.
 """
@@ -14,17 +14,17 @@ from typing import Any, TypeVar
 
 import redis
 
-from ferret.clock import RedisClock
 from ferret.contract import RetrievalRequest, RetrievalResult
-from ferret.replication import ReplicaWait
+from ferret.producer.conversations import ConversationContext, ConversationRules
+from ferret.producer.rules import JobHandle, JobState, ProducerRules, RedisAway, check_owner, job_id_of
+from ferret.redis_plumbing.clock import RedisClock
+from ferret.redis_plumbing.replication import ReplicaWait
+from ferret.redis_plumbing.store_conn import store_client
 from ferret.results import ResultStore
+from ferret.rq_layer.producer_side import RQQueues, workers_serving
 from ferret.settings import Settings
 from ferret.steps import Step
 from ferret.steps_sync import SyncSteps
-from ferret.store_conn import store_client
-from producer.conversations import ConversationContext, ConversationRules
-from producer.rules import JobHandle, JobState, ProducerRules, RedisAway, check_owner, job_id_of
-from rq_wing.producer_side import RQQueues, workers_serving
 
 __all__ = ["JobHandle", "JobState", "Producer"]
 
@@ -60,7 +60,7 @@ class Producer:
 
     def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
         """Enqueue a prefetch for ``conversation``; older ones still queued are superseded
-        (``producer.conversations``)."""
+        (``ferret.producer.conversations``)."""
         return self.run(self.conversations.prefetch(namespace, conversation, query, **fields))
 
     def context_for(self, namespace: str, conversation: str) -> ConversationContext | None:

@@ -26,12 +26,12 @@ from ferret import keys
 from ferret.contract import RetrievalResult, Timestamps
 from ferret.errors import InvalidRequest
 from ferret.results import stored_result
+from ferret.rq_layer.producer_side import PREFETCH_QUEUE_KEY, job_key
 from ferret.stats import JobStats
 from ferret.steps import Call, Eval, Now, Step
-from rq_wing.producer_side import PREFETCH_QUEUE_KEY, job_key
 
 if TYPE_CHECKING:
-    from producer.rules import JobHandle, ProducerRules
+    from ferret.producer.rules import JobHandle, ProducerRules
 
 KEPT = 5  # prefetches remembered per conversation
 

@@ -28,8 +28,8 @@ from pydantic import Field
 
 from ferret.contract import Turn
 from ferret.errors import FerretError, InvalidRequest, ResultTimeout
+from ferret.producer.api import AsyncClient
 from ferret.records import Filters, Memory
-from producer.api import AsyncClient
 
 WAIT_GRACE_SECONDS = 5.0  # a search waits its deadline plus this for the worker's answer
 

@@ -29,11 +29,11 @@ from ferret.envelope import JobEnvelope
 from ferret.errors import ForeignResult, InvalidRequest, JobNotFound, RedisUnreachable, ResultTimeout
 from ferret.job_ids import job_id_for
 from ferret.results import read_result, read_trace, result_exists
+from ferret.rq_layer.producer_side import EnqueueCommands, job_live, job_origin, job_state, workers_serving_step
 from ferret.settings import Settings
 from ferret.signing import sign_job
 from ferret.steps import Batch, Call, Now, Replicate, Step, text
 from ferret.tracing import new_trace_id
-from rq_wing.producer_side import EnqueueCommands, job_live, job_origin, job_state, workers_serving_step
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ class ProducerRules:
         service = self.settings.service
         commands = self.enqueue_commands(request.queue, payload, job_id,
                                          timeout=max(1, int(deadline + service.hard_timeout_grace_seconds + 0.999)),
-                                         failure_ttl=service.ttls()[request.queue][0])
+                                         failure_ttl=service.ttls()[request.queue][0], now=now)
         yield Batch(commands, transaction=True)
         yield Replicate(f"the enqueue of job {job_id}")
         return envelope

@@ -16,9 +16,9 @@ import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
 
-from ferret.embedded_redis import redis_server_binary
 from ferret.records import Memory
-from worker.fakes.nous_server import FakeNous
+from ferret.redis_plumbing.embedded_redis import redis_server_binary
+from ferret.worker.fakes.nous_server import FakeNous
 
 hypothesis_settings.register_profile("ferret", deadline=None, derandomize=True, max_examples=150)
 hypothesis_settings.load_profile("ferret")
@@ -128,7 +128,7 @@ def _no_embedded_server_outlives_the_tests(tmp_path_factory: pytest.TempPathFact
     """Shared embedded servers the CLI started under the tests' temporary
     directories are stopped at the end of the session."""
     yield
-    from ferret.embedded_redis import SharedRedis
+    from ferret.redis_plumbing.embedded_redis import SharedRedis
 
     for state in tmp_path_factory.getbasetemp().rglob("keeper.json"):
         SharedRedis(state.parent, 0).stop()
@@ -138,7 +138,7 @@ def _no_embedded_server_outlives_the_tests(tmp_path_factory: pytest.TempPathFact
 def embedded_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """The environment of a user with no Redis configured: the CLI's shared
     embedded server in a directory of this test, stopped afterwards."""
-    from ferret.embedded_redis import SharedRedis
+    from ferret.redis_plumbing.embedded_redis import SharedRedis
 
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("FERRET_", "RQ_"))}
     directory = tmp_path / "redis"

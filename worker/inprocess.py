@@ -10,8 +10,8 @@ from ferret.contract import RetrievalRequest, RetrievalResult
 from ferret.envelope import JobEnvelope
 from ferret.job_ids import job_id_for
 from ferret.settings import Settings
-from worker.core.resources import WorkerResources, build_resources
-from worker.core.run import run_job
+from ferret.worker.core.resources import WorkerResources, build_resources
+from ferret.worker.core.run import run_job
 
 
 def run_in_process(client: redis.Redis, settings: Settings, request: RetrievalRequest,

@@ -30,10 +30,10 @@ from prometheus_client.registry import Collector
 from ferret import keys
 from ferret.contract import FINAL_STATUSES, QUEUES, RetrievalResult
 from ferret.stats import REFUSAL_REASONS, JobStats
-from worker.backends.index_registry import directory_bytes
-from worker.endpoint_health import EndpointHealth
-from worker.pipeline.complexity import Route
-from worker.pipeline.fusion import RETRIEVERS
+from ferret.worker.backends.index_registry import directory_bytes
+from ferret.worker.endpoint_health import EndpointHealth
+from ferret.worker.pipeline.complexity import Route
+from ferret.worker.pipeline.fusion import RETRIEVERS
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class QueueDepthCollector(Collector):
 
     def __init__(self, client: redis.Redis, queues: Sequence[str] = QUEUES,
                  now: Callable[[], float] = time.time) -> None:
-        """``now``: Redis's clock (``ferret.clock``), on which RQ stamps ``enqueued_at``."""
+        """``now``: Redis's clock (``ferret.redis_plumbing.clock``), on which RQ stamps ``enqueued_at``."""
         self.client = client
         self.queues = queues
         self.now = now

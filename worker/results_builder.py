@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from ferret.contract import ResultItem, RetrievalResult
 from ferret.records import Hit
-from worker.pipeline.formatting import preview
-from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
+from ferret.worker.pipeline.formatting import preview
+from ferret.worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 
 PREVIEW_CHARS = 300
 

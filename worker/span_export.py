@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ferret.errors import ConfigError
 from ferret.settings import TracingSettings
-from worker.core.report import JobReport
+from ferret.worker.core.report import JobReport
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan

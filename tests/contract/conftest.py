@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ferret.settings import NousSettings
-from worker.backends.nous import NousBackend
+from ferret.worker.backends.nous import NousBackend
 
 
 @pytest.fixture

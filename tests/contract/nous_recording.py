@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from worker.fakes.loopback import LoopbackServer
+from ferret.worker.fakes.loopback import LoopbackServer
 
 FORMAT = 1
 

@@ -9,10 +9,10 @@ import pytest
 
 from ferret.records import Filters, Memory, TimeRange
 from ferret.settings import NousSettings
-from worker.backends.local import LocalBackends, MemoryStore
-from worker.backends.memory import InMemoryBackend
-from worker.backends.nous import NousBackend
-from worker.fakes.nous_server import FakeNous
+from ferret.worker.backends.local import LocalBackends, MemoryStore
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.backends.nous import NousBackend
+from ferret.worker.fakes.nous_server import FakeNous
 
 pytestmark = pytest.mark.contract
 
@@ -114,7 +114,7 @@ def test_node_fields_round_trip(backend):
 
 def test_the_word_family_finds_words_that_begin_with_the_query_s(backend):
     """local and memory widen an empty search ("rever" begins "reverse"); Nous searches on its own terms."""
-    from worker.backends.base import widens
+    from ferret.worker.backends.base import widens
 
     assert backend.search("rever", 5, NONE) == [] or backend.name == "nous"
     if backend.name == "nous":

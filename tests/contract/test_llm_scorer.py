@@ -8,8 +8,8 @@ from pydantic import SecretStr
 from ferret.errors import RerankFailed
 from ferret.records import Hit, Memory
 from ferret.settings import RerankSettings
-from worker.fakes.chat_server import FakeChat
-from worker.llm.reranker import LLMScorer
+from ferret.worker.fakes.chat_server import FakeChat
+from ferret.worker.llm.reranker import LLMScorer
 
 
 @pytest.fixture(scope="module")

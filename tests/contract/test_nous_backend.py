@@ -9,9 +9,9 @@ import pytest
 from ferret.errors import BackendProtocolError, BackendUnavailable
 from ferret.records import Filters, Memory
 from ferret.settings import NousSettings, PipelineSettings
-from worker.backends.nous import NousBackend
-from worker.fakes.nous_server import FakeNous
-from worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.backends.nous import NousBackend
+from ferret.worker.fakes.nous_server import FakeNous
+from ferret.worker.pipeline.orchestrator import run_pipeline
 
 CORPUS = [Memory(id=f"n{i}", content_title=f"bitcoin note {i}", content_body="bitcoin funding") for i in range(60)]
 
@@ -106,7 +106,7 @@ REAL_NODE = {
 
 
 def test_a_node_as_the_real_server_sends_it_is_a_hit():
-    from worker.backends.nous import _to_hit
+    from ferret.worker.backends.nous import _to_hit
 
     hit = _to_hit(REAL_NODE)
     memory = hit.memory
@@ -117,7 +117,7 @@ def test_a_node_as_the_real_server_sends_it_is_a_hit():
 
 @pytest.mark.parametrize(("field", "value"), [("id", None), ("content_title", 7), ("score", None)])
 def test_what_is_really_malformed_is_refused_naming_the_field(field, value):
-    from worker.backends.nous import _to_hit
+    from ferret.worker.backends.nous import _to_hit
 
     node = {**REAL_NODE, field: value}
     if field == "content_title":

@@ -6,8 +6,8 @@ import pytest
 
 from ferret.errors import BackendError
 from ferret.records import Memory
-from worker.co_retrieval.nous_edges import strengthen_edges
-from worker.fakes.nous_server import FakeNous
+from ferret.worker.co_retrieval.nous_edges import strengthen_edges
+from ferret.worker.fakes.nous_server import FakeNous
 
 
 @pytest.fixture

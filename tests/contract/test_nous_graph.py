@@ -6,8 +6,8 @@ import pytest
 
 from ferret.records import Filters, Hit, Memory
 from ferret.settings import FusionSettings, PipelineSettings
-from worker.fakes.nous_server import FakeNous
-from worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.fakes.nous_server import FakeNous
+from ferret.worker.pipeline.orchestrator import run_pipeline
 
 MEMORIES = [Memory(id="thesis", content_title="BTC thesis: halving supply shock"),
             Memory(id="stop", content_title="placed the stop under the weekly low", type="event"),

@@ -31,12 +31,12 @@ import pytest
 from ferret.errors import BackendProtocolError
 from ferret.records import Filters, Hit, Memory, TimeRange
 from ferret.settings import FusionSettings, NousSettings, PipelineSettings, Settings
+from ferret.worker.backends.filtering import matches
+from ferret.worker.backends.nous import NousBackend, _search_body
+from ferret.worker.backends.writers import NousWriter
+from ferret.worker.fakes.nous_server import FakeNous
+from ferret.worker.pipeline.orchestrator import run_pipeline
 from tests.contract.nous_recording import RecordingProxy, ReplayServer
-from worker.backends.filtering import matches
-from worker.backends.nous import NousBackend, _search_body
-from worker.backends.writers import NousWriter
-from worker.fakes.nous_server import FakeNous
-from worker.pipeline.orchestrator import run_pipeline
 
 RECORDING = Path(__file__).parent / "recordings" / "nous_server.json"
 SAMPLE = Path(__file__).parents[2] / "ferret" / "data" / "sample_memories.jsonl"

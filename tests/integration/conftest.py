@@ -13,10 +13,10 @@ import pytest
 from rq import Worker
 
 from ferret.ingest import parse_memory_lines
+from ferret.producer.client import Producer
 from ferret.settings import load_settings
-from producer.client import Producer
+from ferret.worker.backends.local import MemoryStore
 from tests.conftest import ROOT, SAMPLE
-from worker.backends.local import MemoryStore
 
 
 def pytest_collection_modifyitems(items):  # type: ignore[no-untyped-def]
@@ -55,7 +55,7 @@ def start_workers(env, redis_client) -> Iterator[Callable[..., list[subprocess.P
     def start(count: int = 1, *args: str, extra_env: dict[str, str] | None = None,
               wait: bool = True) -> list[subprocess.Popen[bytes]]:
         before = Worker.count(connection=redis_client)
-        procs = [subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", *args],
+        procs = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", *args],
                                   env={**env, **(extra_env or {})}) for _ in range(count)]
         started.extend(procs)
         deadline = time.monotonic() + 30

@@ -12,12 +12,12 @@ import pytest
 from ferret.contract import parse_request
 from ferret.settings import AgentSettings, Settings
 from ferret.tracing import SpanCollector
-from worker.agent.job import agent_chat, run_agent
-from worker.agent.protocol import STOP
-from worker.backends.memory import InMemoryBackend
-from worker.fakes.agent_chat import ScriptedChat
-from worker.pipeline.budget import Budget
-from worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.agent.job import agent_chat, run_agent
+from ferret.worker.agent.protocol import STOP
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.fakes.agent_chat import ScriptedChat
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.orchestrator import run_pipeline
 
 QUERY = "Compare my BTC thesis with my SOL thesis and say which did better"
 
@@ -209,7 +209,7 @@ def test_the_agent_path_through_real_workers_of_both_classes(env, producer, samp
     for number in range(2):
         chat.script = [_think("search", "search_memory", '{"query": "SOL thesis"}'), ENOUGH,
                        _think("done", "final_answer", '{"memory_ids": ["m03"], "reason": "the SOL thesis"}')]
-        asked = subprocess.run([sys.executable, "-m", "ferret_cli.main", "query", f"SOL thesis please {number}",
+        asked = subprocess.run([sys.executable, "-m", "ferret.cli.main", "query", f"SOL thesis please {number}",
                                 "-n", sample_namespace, "--agent", "--queue", "batch", "--json", "--wait", "30"],
                                env={**env, **agent_env}, capture_output=True, text=True, timeout=60)
         assert asked.returncode == 0, asked.stderr
@@ -233,7 +233,7 @@ def test_ferret_run_with_the_agent_and_without_it(chat, embedded_env, tmp_path):
     from tests.conftest import SAMPLE
 
     def ferret(*args, **extra):
-        return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env={**embedded_env, **extra},
+        return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env={**embedded_env, **extra},
                               capture_output=True, text=True, timeout=120)
 
     assert ferret("ingest", str(SAMPLE), "-n", "t", "--quiet").returncode == 0

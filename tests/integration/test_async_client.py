@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 import ferret
-from benchmarks.loop_stall import StallMeter
+from ferret.bench.loop_stall import StallMeter
 from ferret.errors import InvalidMemory, InvalidRequest, ResultTimeout
 from ferret.records import Memory
 
@@ -81,7 +81,7 @@ def test_both_clients_follow_the_same_rules(ferret_env, start_workers):
 def test_a_thousand_waits_on_one_loop(ferret_env, start_workers, redis_client, record_property):
     """1,000 concurrent waits, one event loop, two real workers: every one gets its result,
     the client holds a few connections (not one per waiter), and the loop's longest stall
-    is measured (``benchmarks.loop_stall``) and reported, not asserted (timing)."""
+    is measured (``ferret.bench.loop_stall``) and reported, not asserted (timing)."""
     start_workers(2)
 
     async def play() -> tuple[float, int, int]:

@@ -25,7 +25,7 @@ def test_agents_play_write_prefetch_think_read(tmp_path):
     data = tmp_path / "locomo.json"
     data.write_text(json.dumps([sample]))
     env = {k: v for k, v in os.environ.items() if not k.startswith("FERRET_")} | {"PYTHONPATH": str(ROOT)}
-    ran = subprocess.run([sys.executable, "-m", "ferret_cli.main", "bench", "agents", "--data", str(data),
+    ran = subprocess.run([sys.executable, "-m", "ferret.cli.main", "bench", "agents", "--data", str(data),
                           "--agents", "3", "--history", "1", "--turns", "4", "--periods", "0.6", "--think", "0.3",
                           "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.breaker import run
+from ferret.bench.breaker import run
 
 
 def test_the_breaker_benchmark_trips_skips_and_recovers(redis_server):

@@ -8,9 +8,9 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from ferret_cli.main import cli
+from ferret.cli.main import cli
+from ferret.worker.fakes.agent_chat import ScriptedChat
 from tests.unit.benchmarks.test_locomo_bench import locomo_file  # noqa: F401 (a fixture)
-from worker.fakes.agent_chat import ScriptedChat
 
 
 def _answer(messages):

@@ -8,7 +8,7 @@ import sys
 
 
 def test_bench_scale_reports_every_figure(env, tmp_path):
-    run = subprocess.run([sys.executable, "-m", "ferret_cli.main", "bench", "scale", "--sizes", "600",
+    run = subprocess.run([sys.executable, "-m", "ferret.cli.main", "bench", "scale", "--sizes", "600",
                           "--tenants", "6x40", "--queries", "6", "--writes", "3", "--out", str(tmp_path)],
                          env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]

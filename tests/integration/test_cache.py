@@ -5,7 +5,7 @@ from __future__ import annotations
 from rq import Queue
 
 from ferret.records import Memory
-from worker.backends.local import MemoryStore
+from ferret.worker.backends.local import MemoryStore
 
 
 def _ask(producer, query, namespace, **extra):

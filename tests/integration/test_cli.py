@@ -15,7 +15,7 @@ from tests.conftest import SAMPLE
 
 
 def _ferret(args, env, **kw):
-    return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=120, **kw)
 
 
@@ -73,7 +73,7 @@ def test_batch_resumes_after_the_producer_is_killed(tmp_path, env, sample_namesp
     source.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.jsonl"
     start_workers(1)
-    first = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "batch", str(source), "--out", str(out)],
+    first = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out)],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 40):
@@ -133,7 +133,7 @@ def test_control_characters_in_stored_memories_never_reach_the_terminal_raw(env,
     """Memories written past `ferret ingest` (straight into the store, or by a Nous server) are
     shown escaped by `ferret run`, `ferret query` and `ferret result`; JSON output escapes them too."""
     from ferret.records import Memory
-    from worker.backends.local import MemoryStore
+    from ferret.worker.backends.local import MemoryStore
 
     hostile = "[bold]markup[/bold] \x1b[31mred\x1b]0;retitled\x07 bell\x00 nul \x9b2J"
     MemoryStore(redis_client, "ctl").upsert([Memory(id="m1", content_title=f"solana {hostile}",

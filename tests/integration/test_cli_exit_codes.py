@@ -1,4 +1,4 @@
-"""One exit-code table for every command (ferret_cli.exit_codes), and one
+"""One exit-code table for every command (ferret.cli.exit_codes), and one
 ``error:`` line instead of a traceback, each driven in a subprocess."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from ferret_cli import exit_codes
+from ferret.cli import exit_codes
 
 
 def _ferret(args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -48,7 +48,7 @@ def test_a_bad_redis_url_is_one_error_line(env):
 
 def test_a_closed_port_says_at_once_that_it_retries_and_where(env):
     url = f"redis://127.0.0.1:{_free_port()}/0"
-    process = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "result", "x"],
+    process = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "result", "x"],
                                env={**env, "FERRET_REDIS__URL": url}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     first_line = process.stderr.readline()

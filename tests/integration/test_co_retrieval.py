@@ -6,11 +6,11 @@ import time
 
 import pytest
 
+from ferret.worker.co_retrieval.affinity import RedisAffinity
+from ferret.worker.co_retrieval.groups import groups_of
+from ferret.worker.fakes.nous_server import nous_env
 from tests.conftest import free_port
 from tests.integration.test_metrics import wait_for_metrics
-from worker.co_retrieval.affinity import RedisAffinity
-from worker.co_retrieval.groups import groups_of
-from worker.fakes.nous_server import nous_env
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
 ON = {"FERRET_CO_RETRIEVAL__ENABLED": "true"}

@@ -13,10 +13,10 @@ import pytest
 from ferret import keys
 from ferret.errors import InvalidRequest
 from ferret.records import Memory
+from ferret.worker.backends.local import MemoryStore
+from ferret.worker.fakes.chat_server import FakeChat
 from tests.conftest import free_port
 from tests.integration.test_metrics import wait_for_metrics
-from worker.backends.local import MemoryStore
-from worker.fakes.chat_server import FakeChat
 
 
 @pytest.mark.parametrize("worker_class", ["simple", "fork"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.lateness import measure_lateness
+from ferret.bench.lateness import measure_lateness
 
 
 def test_the_lateness_bench_reports_partial_jobs_that_end_within_a_second_of_their_deadline():

@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 import redis
 
-from ferret_cli import exit_codes
+from ferret.cli import exit_codes
 from tests.conftest import SAMPLE, wait_until
 
 
 def _ferret(args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
 def _worker(env, *args):
-    return subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "-q", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "-q", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -89,7 +89,7 @@ def test_the_server_outlives_the_command_that_started_it(embedded_env):
 
 
 def test_commands_starting_at_once_share_one_server(embedded_env):
-    runs = [subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "redis", "start"], env=embedded_env,
+    runs = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "redis", "start"], env=embedded_env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
     outputs = [run.communicate(timeout=60) for run in runs]
     assert {out.strip() for out, _ in outputs} == {f"unix://{_socket(embedded_env)}"}
@@ -126,7 +126,7 @@ def test_a_batch_survives_sigterm_to_the_worker_that_started_the_server(tmp_path
     source.write_text("".join(json.dumps({"query": f"BTC thesis variant {i}", "namespace": "sample",
                                           "queue": "batch", "options": {"cache": False}}) + "\n"
                               for i in range(400)))
-    batch = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "batch", str(source), "--out", str(out),
+    batch = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out),
                               "--wait", "120"], env=embedded_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     client = redis.Redis(unix_socket_path=str(_socket(embedded_env)))

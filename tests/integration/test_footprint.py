@@ -8,8 +8,8 @@ import time
 import pytest
 from rq.job import Job
 
-from benchmarks.footprint import measure
 from ferret import keys
+from ferret.bench.footprint import measure
 from ferret.errors import JobNotFound
 from ferret.packed import MARK, unpack
 

@@ -13,15 +13,15 @@ import zlib
 import pytest
 
 from ferret import keys
+from ferret.cli import exit_codes
 from ferret.errors import BadResult, ForeignResult
 from ferret.job_ids import job_id_for
 from ferret.packed import MARK, unpack
-from ferret_cli import exit_codes
 from tests.conftest import ROOT
 
 
 def _ferret(args, env):
-    return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=120, cwd=ROOT)
 
 

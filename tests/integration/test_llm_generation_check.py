@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ferret.errors import ConfigError
+from ferret.worker.llm import generation_check
+from ferret.worker.llm.generation_check import PORTABLE_CMAKE_ARGS, check_in_child, wait_until_generating
 from tests.conftest import ROOT, free_port
-from worker.llm import generation_check
-from worker.llm.generation_check import PORTABLE_CMAKE_ARGS, check_in_child, wait_until_generating
 
 pytestmark = pytest.mark.integration
 

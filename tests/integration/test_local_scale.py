@@ -12,8 +12,8 @@ import time
 
 from ferret import keys
 from ferret.records import Memory
-from worker.backends import snapshots
-from worker.backends.local import MemoryStore
+from ferret.worker.backends import snapshots
+from ferret.worker.backends.local import MemoryStore
 
 
 def _filler(count: int, prefix: str = "f") -> list[Memory]:
@@ -68,7 +68,7 @@ def test_indexes_stay_within_the_bound(producer, redis_client, start_workers, tm
 def test_a_cold_worker_loads_the_snapshot_ferret_ingest_built(env, producer, redis_client, start_workers, tmp_path):
     lines = tmp_path / "big.jsonl"
     lines.write_text("".join(m.model_dump_json() + "\n" for m in _filler(6_000)) + "{broken\n")
-    ingest = subprocess.run([sys.executable, "-m", "ferret_cli.main", "ingest", str(lines), "-n", "big",
+    ingest = subprocess.run([sys.executable, "-m", "ferret.cli.main", "ingest", str(lines), "-n", "big",
                              "--batch-size", "500"], env=env, capture_output=True, text=True, timeout=300)
     assert ingest.returncode == 1, "one line was malformed"
     assert "stored 6000 memories" in ingest.stdout and "line 6001" in ingest.stderr

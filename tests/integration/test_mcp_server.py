@@ -69,7 +69,7 @@ def _check(seen: dict[str, Any]) -> None:
 @pytest.mark.parametrize("worker_class", ["simple", "fork"])
 def test_over_stdio(env, start_workers, worker_class):
     start_workers(1, "--worker-class", worker_class)
-    server = StdioServerParameters(command=sys.executable, args=["-m", "ferret_cli.main", "mcp", "-n", "kitchen"],
+    server = StdioServerParameters(command=sys.executable, args=["-m", "ferret.cli.main", "mcp", "-n", "kitchen"],
                                    env=env)
 
     async def play() -> dict[str, Any]:
@@ -82,7 +82,7 @@ def test_over_stdio(env, start_workers, worker_class):
 def test_over_streamable_http(env, start_workers, redis_client):
     start_workers(1)
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "mcp", "-n", "kitchen", "--transport",
+    server = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "mcp", "-n", "kitchen", "--transport",
                                "http", "--port", str(port)], env=env)
     try:
         url = f"http://127.0.0.1:{port}/mcp"
@@ -106,6 +106,6 @@ def test_over_streamable_http(env, start_workers, redis_client):
 
 
 def test_http_listens_on_loopback_only(env):
-    refused = subprocess.run([sys.executable, "-m", "ferret_cli.main", "mcp", "-n", "kitchen", "--transport", "http",
+    refused = subprocess.run([sys.executable, "-m", "ferret.cli.main", "mcp", "-n", "kitchen", "--transport", "http",
                               "--host", "0.0.0.0"], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "--host: 0.0.0.0 is not a loopback address" in refused.stderr

@@ -99,8 +99,8 @@ def test_counts_are_exact(worker_class, producer, sample_namespace, start_worker
 
 
 def test_the_oldest_waiting_job_is_measured_on_redis_clock_and_hostile_heads_read_as_zero(redis_client, producer):
-    from ferret.clock import RedisClock
-    from worker.metrics import QueueDepthCollector
+    from ferret.redis_plumbing.clock import RedisClock
+    from ferret.worker.metrics import QueueDepthCollector
 
     collector = QueueDepthCollector(redis_client, now=RedisClock(redis_client).time)
 

@@ -10,14 +10,14 @@ import subprocess
 import sys
 from importlib import resources
 
-from ferret_cli import exit_codes
+from ferret.cli import exit_codes
 from tests.conftest import ROOT, wait_until
 
 NAMESPACE = "home"
 
 
 def _ferret(env, *args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env=env, cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -35,7 +35,7 @@ def test_a_non_trading_corpus_from_ingest_to_redis_stop(embedded_env, tmp_path):
     assert f"stored 30 memories in namespace '{NAMESPACE}'" in ingest.stdout
     assert "started the embedded Redis" in ingest.stderr
 
-    worker = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker"], env=env, cwd=ROOT,
+    worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env, cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # A compound question whose first part shares no word with any memory ("fly" / "flights").

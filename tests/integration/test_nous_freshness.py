@@ -11,11 +11,11 @@ import time
 import pytest
 
 from ferret import keys
+from ferret.producer.client import Producer
 from ferret.records import Memory
 from ferret.settings import load_settings
-from producer.client import Producer
-from worker.backends.writers import writer_for
-from worker.fakes.nous_server import nous_env
+from ferret.worker.backends.writers import writer_for
+from ferret.worker.fakes.nous_server import nous_env
 
 BOUND = 1  # seconds: cache.remote_staleness_seconds in these tests
 QUESTION = "volcano ferries timetable"
@@ -76,7 +76,7 @@ def test_ferret_ingest_and_forget_go_to_the_nous_server(nous_service, sample_nou
     producer, _, settings_env = nous_service
     lines = tmp_path / "new.jsonl"
     lines.write_text('{"id": "v3", "content_title": "Volcano ferries timetable"}\n')
-    cli = [sys.executable, "-m", "ferret_cli.main"]
+    cli = [sys.executable, "-m", "ferret.cli.main"]
     ingest = subprocess.run([*cli, "ingest", str(lines)], env=settings_env, capture_output=True, text=True)
     assert ingest.returncode == 0, ingest.stderr
     node = _node_id(redis_client, "v3")

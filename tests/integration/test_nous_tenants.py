@@ -8,10 +8,10 @@ import json
 import pytest
 
 from ferret.errors import InvalidRequest
+from ferret.producer.client import Producer
 from ferret.records import Memory
 from ferret.settings import load_settings
-from producer.client import Producer
-from worker.fakes.nous_server import FakeNous, nous_env
+from ferret.worker.fakes.nous_server import FakeNous, nous_env
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ import time
 import pytest
 from rq import Worker
 
-from ferret_cli import exit_codes
+from ferret.cli import exit_codes
 from tests.conftest import ROOT
 
 
 def _worker(env, *args):
-    return subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", *args], env=env, cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", *args], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -43,7 +43,7 @@ def test_a_job_rq_failed_without_a_ferret_result_says_so(env, producer, sample_n
     stock = subprocess.run([sys.executable, "-m", "rq.cli", "worker", "--burst", "-u", env["FERRET_REDIS__URL"],
                             "prefetch"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert stock.returncode == 0, stock.stderr  # a stock RQ worker (pickle) took the JSON job and failed it
-    shown = subprocess.run([sys.executable, "-m", "ferret_cli.main", "result", handle.job_id], env=env, cwd=ROOT,
+    shown = subprocess.run([sys.executable, "-m", "ferret.cli.main", "result", handle.job_id], env=env, cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == exit_codes.ENDED_BY_RQ, shown.stderr
     assert shown.stderr.startswith(f"error: job {handle.job_id} was failed by RQ with no Ferret result (")
@@ -54,7 +54,7 @@ def test_redis_stop_with_a_worker_connected_asks_for_force(embedded_env):
     from tests.conftest import wait_until
     from tests.integration.test_embedded_redis import _answers, _ferret
 
-    worker = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "-q"], env=embedded_env, cwd=ROOT,
+    worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "-q"], env=embedded_env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_until(lambda: _answers(embedded_env), 30)

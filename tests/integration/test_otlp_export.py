@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from worker.fakes.otlp_collector import FakeOtlpCollector
+from ferret.worker.fakes.otlp_collector import FakeOtlpCollector
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
 
@@ -27,7 +27,7 @@ def test_each_jobs_spans_reach_the_otlp_endpoint(env, producer, sample_namespace
     handles = [producer.enqueue({"query": q, "namespace": sample_namespace, "queue": "batch",
                                  "options": {"cache": False}}) for q in (COMPOUND, "funding squeeze playbook")]
     worker = subprocess.run(
-        [sys.executable, "-m", "ferret_cli.main", "worker", "batch", "--burst", "-q", "--worker-class", worker_class],
+        [sys.executable, "-m", "ferret.cli.main", "worker", "batch", "--burst", "-q", "--worker-class", worker_class],
         env={**env, "FERRET_TRACING__OTLP_ENDPOINT": collector.traces_url,
              "FERRET_TRACING__SERVICE_NAME": "ferret-test"}, capture_output=True, text=True, timeout=120)
     assert worker.returncode == 0, worker.stderr
@@ -47,6 +47,6 @@ def test_each_jobs_spans_reach_the_otlp_endpoint(env, producer, sample_namespace
 
 def test_no_endpoint_no_export(env, producer, sample_namespace, collector):
     producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
-    worker = subprocess.run([sys.executable, "-m", "ferret_cli.main", "worker", "batch", "--burst", "-q"], env=env,
+    worker = subprocess.run([sys.executable, "-m", "ferret.cli.main", "worker", "batch", "--burst", "-q"], env=env,
                             capture_output=True, text=True, timeout=120)
     assert worker.returncode == 0 and collector.requests == 0

@@ -12,9 +12,9 @@ import httpx
 import pytest
 import yaml
 
+from ferret.worker.fakes.chat_server import FakeChat
 from tests.conftest import free_port
 from tests.ops.conftest import OPS, tool
-from worker.fakes.chat_server import FakeChat
 
 QUERIES = [
     "What's my BTC thesis and how did my last SOL trade go?",

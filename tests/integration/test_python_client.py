@@ -66,8 +66,8 @@ def test_with_no_url_it_uses_the_shared_embedded_redis(tmp_path):
               "    print(c.remember('n', [{'id': 'a', 'content_body': 'hello'}]), c.redis.ping())\n")
     first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert first.returncode == 0 and first.stdout.split() == ["1", "True"], first.stderr
-    cli = subprocess.run([sys.executable, "-m", "ferret_cli.main", "redis", "url"], env=env, capture_output=True,
+    cli = subprocess.run([sys.executable, "-m", "ferret.cli.main", "redis", "url"], env=env, capture_output=True,
                          text=True, timeout=60)
     assert cli.returncode == 0 and str(tmp_path / "redis") in cli.stdout  # the CLI's server, the same one
-    subprocess.run([sys.executable, "-m", "ferret_cli.main", "redis", "stop"], env=env, capture_output=True,
+    subprocess.run([sys.executable, "-m", "ferret.cli.main", "redis", "stop"], env=env, capture_output=True,
                    timeout=60)

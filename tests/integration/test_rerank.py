@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from ferret.worker.fakes.chat_server import FakeChat
 from tests.conftest import free_port
 from tests.integration.test_metrics import wait_for_metrics
-from worker.fakes.chat_server import FakeChat
 
 
 @pytest.fixture

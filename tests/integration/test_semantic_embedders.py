@@ -5,8 +5,8 @@ import pytest
 
 from ferret.errors import BackendProtocolError, BackendUnavailable
 from ferret.settings import SemanticSettings
-from worker.fakes.embeddings_server import FakeEmbeddings
-from worker.semantic.embedders import EndpointEmbedder, embedder_for, unpacked_model
+from ferret.worker.fakes.embeddings_server import FakeEmbeddings
+from ferret.worker.semantic.embedders import EndpointEmbedder, embedder_for, unpacked_model
 
 
 @pytest.fixture

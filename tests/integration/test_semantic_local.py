@@ -14,9 +14,9 @@ from ferret import keys
 from ferret.errors import BackendProtocolError
 from ferret.records import NO_FILTERS, Filters, Memory
 from ferret.settings import SemanticSettings
-from worker.backends.local import LocalBackends, MemoryStore
-from worker.fakes.embeddings_server import FakeEmbeddings
-from worker.semantic.embedders import EndpointEmbedder
+from ferret.worker.backends.local import LocalBackends, MemoryStore
+from ferret.worker.fakes.embeddings_server import FakeEmbeddings
+from ferret.worker.semantic.embedders import EndpointEmbedder
 
 QUESTION = "When did I sell my car?"  # no word of it is in the memory that answers it
 MEMORIES = [Memory(id="auto", type="event", content_body="Got rid of the old automobile at the market in May"),
@@ -105,12 +105,12 @@ def test_ingest_embeds_and_a_worker_finds_by_meaning(env, redis_client, embeddin
                 "FERRET_SEMANTIC__BASE_URL": embeddings.base_url}
     corpus = tmp_path / "memories.jsonl"
     corpus.write_text("\n".join(m.model_dump_json() for m in MEMORIES) + "\n")
-    ingest = subprocess.run([sys.executable, "-m", "ferret_cli.main", "ingest", str(corpus), "-n", "sem"],
+    ingest = subprocess.run([sys.executable, "-m", "ferret.cli.main", "ingest", str(corpus), "-n", "sem"],
                             env={**env, **semantic}, capture_output=True, text=True, timeout=60)
     assert ingest.returncode == 0, ingest.stderr
     assert redis_client.hlen(keys.embeddings("sem")) == 3
     start_workers(1, "--worker-class", worker_class, extra_env=semantic)
-    asked = subprocess.run([sys.executable, "-m", "ferret_cli.main", "query", QUESTION, "-n", "sem", "--json",
+    asked = subprocess.run([sys.executable, "-m", "ferret.cli.main", "query", QUESTION, "-n", "sem", "--json",
                             "--wait", "30"], env={**env, **semantic}, capture_output=True, text=True, timeout=60)
     assert asked.returncode == 0, asked.stderr
     doc = json.loads(asked.stdout)

@@ -31,7 +31,7 @@ NO_NETWORK = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0
 EMBED = """
 import json, sys
 from ferret.settings import SemanticSettings
-from worker.semantic.embedders import LocalModelEmbedder
+from ferret.worker.semantic.embedders import LocalModelEmbedder
 vectors = LocalModelEmbedder(SemanticSettings(enabled=True, model_dir=sys.argv[1])).embed(
     ["I sold my old car in May", "When did I sell the automobile?", "Adopted a puppy from the shelter"])
 print(json.dumps(vectors.tolist()))
@@ -57,13 +57,13 @@ def test_a_fork_worker_serves_semantic_search_with_the_model(model_installed, en
     corpus.write_text("".join(json.dumps(m) + "\n" for m in (
         {"id": "auto", "type": "event", "content_body": "Got rid of the old automobile at the market in May"},
         {"id": "pup", "type": "event", "content_body": "Adopted a puppy from the shelter"})))
-    ingest = subprocess.run([sys.executable, "-m", "ferret_cli.main", "ingest", str(corpus), "-n", "model"],
+    ingest = subprocess.run([sys.executable, "-m", "ferret.cli.main", "ingest", str(corpus), "-n", "model"],
                             env={**env, **semantic}, capture_output=True, text=True, timeout=180)
     assert ingest.returncode == 0, ingest.stderr[-2000:]
     assert redis_client.hlen(keys.embeddings("model")) == 2
     start_workers(1, "--worker-class", "fork", extra_env=semantic)
     for question in ("When did I sell my car?", "Which vehicle did I get rid of?"):  # two work horses
-        asked = subprocess.run([sys.executable, "-m", "ferret_cli.main", "query", question, "-n", "model", "--json",
+        asked = subprocess.run([sys.executable, "-m", "ferret.cli.main", "query", question, "-n", "model", "--json",
                                 "--wait", "60"], env={**env, **semantic}, capture_output=True, text=True, timeout=90)
         assert asked.returncode == 0, asked.stderr[-2000:]
         doc = json.loads(asked.stdout)

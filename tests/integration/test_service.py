@@ -13,9 +13,9 @@ from rq.suspension import resume, suspend
 
 from ferret.contract import FINAL_STATUSES, JOB_FUNCTION
 from ferret.errors import ResultTimeout
-from producer.client import JobState
-from worker.core.results import REFUSAL_LOG
-from worker.fakes.nous_server import nous_env
+from ferret.producer.client import JobState
+from ferret.worker.core.results import REFUSAL_LOG
+from ferret.worker.fakes.nous_server import nous_env
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
 

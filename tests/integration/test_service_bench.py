@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.service import markdown, paired_ratio, run_service_bench
+from ferret.bench.service import markdown, paired_ratio, run_service_bench
 
 
 def test_the_service_bench_measures_both_systems_with_one_and_two_workers():

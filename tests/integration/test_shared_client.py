@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from ferret.redis_conn import client_for
+from ferret.redis_plumbing.redis_conn import client_for
 
 
 def test_threads_past_the_pool_size_wait_for_a_connection_instead_of_failing(redis_server):

@@ -15,15 +15,15 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from ferret import keys
+from ferret.cli import exit_codes
 from ferret.contract import JOB_FUNCTION
 from ferret.errors import ForeignResult
 from ferret.job_ids import job_id_for
 from ferret.packed import unpack
+from ferret.producer.client import Producer
 from ferret.settings import load_settings
-from ferret_cli import exit_codes
-from producer.client import Producer
+from ferret.worker.core.results import REFUSAL_LOG
 from tests.conftest import ROOT
-from worker.core.results import REFUSAL_LOG
 
 KEY = "a-shared-key-of-32-characters-ok"
 
@@ -75,7 +75,7 @@ def test_a_result_not_signed_with_the_key_is_forged(signed, redis_client):
     redis_client.set(keys.result(job_id), json.dumps(forged))
     with pytest.raises(ForeignResult, match="not signed"):
         producer.wait(job_id, 1)
-    shown = subprocess.run([sys.executable, "-m", "ferret_cli.main", "result", job_id], env=signed_env, cwd=ROOT,
+    shown = subprocess.run([sys.executable, "-m", "ferret.cli.main", "result", job_id], env=signed_env, cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == exit_codes.BAD_RESULT and "not signed with the shared key" in shown.stderr
     forged["signature"] = "0" * 64

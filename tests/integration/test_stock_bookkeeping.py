@@ -12,8 +12,8 @@ from rq.job import Job, JobStatus
 from rq.registry import FinishedJobRegistry
 from rq.serializers import JSONSerializer
 
-from benchmarks.round_trips import measure
-from worker.core.results import REFUSAL_LOG
+from ferret.bench.round_trips import measure
+from ferret.worker.core.results import REFUSAL_LOG
 
 STOCK = {"FERRET_SERVICE__LEAN_BOOKKEEPING": "false"}
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"

@@ -45,7 +45,7 @@ def real_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("llm") / "server.log"
     with open(log, "wb") as out:
-        server = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "llm", "serve", "--port", str(port)],
+        server = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "llm", "serve", "--port", str(port)],
                                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + STARTUP_SECONDS

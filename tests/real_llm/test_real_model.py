@@ -12,13 +12,13 @@ from ferret.contract import parse_request
 from ferret.records import Hit, Memory
 from ferret.settings import AgentSettings, RerankSettings, Settings
 from ferret.tracing import NoopTracer
-from worker.agent.job import agent_chat, run_agent
-from worker.backends.memory import InMemoryBackend
-from worker.llm.chat import ChatClient
-from worker.llm.local_model import MODEL_ALIAS
-from worker.llm.reranker import LLMScorer
-from worker.pipeline.budget import Budget
-from worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.agent.job import agent_chat, run_agent
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.llm.chat import ChatClient
+from ferret.worker.llm.local_model import MODEL_ALIAS
+from ferret.worker.llm.reranker import LLMScorer
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.orchestrator import run_pipeline
 
 pytestmark = pytest.mark.real_llm
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import redis
 
-from benchmarks.common import stop_processes
+from ferret.bench.common import stop_processes
 from tests.conftest import free_port, redis_server_path, wait_for_redis
 
 SERVICE = "ferret"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from ferret.worker.fakes.nous_server import nous_env
 from tests.conftest import free_port
 from tests.integration.test_metrics import scrape
-from worker.fakes.nous_server import nous_env
 
 
 @pytest.mark.parametrize(("mode", "message"), [

@@ -40,7 +40,7 @@ def _enqueue(env: dict[str, str], lines: list[dict[str, object]], tmp_path, name
     path = tmp_path / f"{name}.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     skewed = {**env, **faketime_env(skew)} if skew else env
-    done = subprocess.run([sys.executable, "-m", "ferret_cli.main", "batch", str(path),
+    done = subprocess.run([sys.executable, "-m", "ferret.cli.main", "batch", str(path),
                            "--out", str(tmp_path / f"{name}.out"), "--wait", "0"],
                           env=skewed, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode in (0, 5), done.stderr

@@ -17,15 +17,15 @@ from collections import Counter
 
 import pytest
 
-from benchmarks.cluster_store import failover_run
-from benchmarks.redis_cluster import RedisClusterSet
 from ferret import keys
+from ferret.bench.cluster_store import failover_run
+from ferret.bench.redis_cluster import RedisClusterSet
+from ferret.producer.client import Producer
 from ferret.records import Memory
-from ferret.redis_conn import client_for
+from ferret.redis_plumbing.redis_conn import client_for
 from ferret.settings import load_settings
-from producer.client import Producer
+from ferret.worker.backends.local import MemoryStore
 from tests.conftest import ROOT, SAMPLE
-from worker.backends.local import MemoryStore
 
 NAMESPACES = [f"tenant-{i}" for i in range(12)]
 
@@ -43,7 +43,7 @@ def test_jobs_are_served_from_a_cluster_store_and_each_namespace_stays_on_one_sh
     sample = tmp_path / "sample.jsonl"
     sample.write_text(SAMPLE.read_text())
     for namespace in NAMESPACES:  # through the CLI, as an operator loads a tenant
-        ingest = subprocess.run([sys.executable, "-m", "ferret_cli.main", "ingest", str(sample), "--namespace",
+        ingest = subprocess.run([sys.executable, "-m", "ferret.cli.main", "ingest", str(sample), "--namespace",
                                  namespace, "--replace", "--quiet"], env=store_env, cwd=ROOT, capture_output=True,
                                 text=True, timeout=120)
         assert ingest.returncode == 0, ingest.stderr
@@ -60,7 +60,7 @@ def test_jobs_are_served_from_a_cluster_store_and_each_namespace_stays_on_one_sh
     shards = Counter(cluster.primary_of(keys.memories(ns)) for ns in NAMESPACES)
     assert len(shards) == 3, shards  # twelve tenants over three primaries: each primary holds some
 
-    workers = [subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "--worker-class", kind],
+    workers = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--worker-class", kind],
                                 env=store_env, cwd=ROOT, stdout=(tmp_path / f"{kind}.log").open("wb"),
                                 stderr=subprocess.STDOUT) for kind in ("simple", "fork")]
     try:

@@ -11,10 +11,10 @@ import time
 import pytest
 
 from ferret.breaker import CircuitOpen
+from ferret.worker.fakes.chat_server import FakeChat
+from ferret.worker.fakes.nous_server import nous_env
 from tests.conftest import free_port
 from tests.integration.test_metrics import wait_for_metrics
-from worker.fakes.chat_server import FakeChat
-from worker.fakes.nous_server import nous_env
 
 COOLDOWN = 8.0
 

@@ -15,15 +15,15 @@ from click.testing import CliRunner
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
+from ferret.cli.main import cli
 from ferret.contract import FINAL_STATUSES, RetrievalRequest, parse_request
 from ferret.errors import InvalidRequest, JobRefused
 from ferret.job_ids import job_id_for
+from ferret.producer.client import Producer
 from ferret.settings import LimitSettings, load_settings
-from ferret_cli.main import cli
-from producer.client import Producer
-from worker.core.resources import build_resources
-from worker.core.results import REFUSAL_LOG
-from worker.core.run import run_job
+from ferret.worker.core.resources import build_resources
+from ferret.worker.core.results import REFUSAL_LOG
+from ferret.worker.core.run import run_job
 
 LIMITS = LimitSettings()
 FUZZ_JOB = job_id_for("any", None)  # the random-id form: a valid payload without a request id runs

@@ -22,9 +22,9 @@ from rq.serializers import JSONSerializer
 from ferret.contract import JOB_FUNCTION
 from ferret.errors import InvalidRequest
 from ferret.job_ids import job_id_for
-from producer.client import Producer
+from ferret.producer.client import Producer
+from ferret.worker.core.results import REFUSAL_LOG
 from tests.conftest import free_port
-from worker.core.results import REFUSAL_LOG
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -129,12 +129,12 @@ def test_entries_that_used_to_stop_a_worker(producer, sample_namespace, serve, r
                                                           "wrong-type", "not-rq-data", "other-queue")}
     _hash(redis_client, ids["no-data"], description="x")
     _hash(redis_client, ids["bad-utf8"], data=zlib.compress(b"\xff\xfe not utf-8"))
-    _hash(redis_client, ids["bad-date"], data=zlib.compress(b'["rq_wing.entry.run_retrieval", null, [{}], {}]'),
+    _hash(redis_client, ids["bad-date"], data=zlib.compress(b'["ferret.rq_layer.entry.run_retrieval", null, [{}], {}]'),
           created_at="yesterday", status="bogus")
     redis_client.set(f"rq:job:{ids['wrong-type']}", "a string, not a hash")
     _hash(redis_client, ids["not-rq-data"], data=zlib.compress(b'{"func": "os.system"}'))
     _hash(redis_client, ids["other-queue"], origin="batch",
-          data=zlib.compress(b'["rq_wing.entry.run_retrieval", null, [{}], {}]'))
+          data=zlib.compress(b'["ferret.rq_layer.entry.run_retrieval", null, [{}], {}]'))
     bad_ids = [b"bad.id", b"../../x", b"\xff\xfe", b"", b"a" * 5000 + b"!"]
     redis_client.rpush("rq:queue:prefetch", *bad_ids, *ids.values())
     proc, port = serve(None, "--queues", "prefetch")  # one queue: entries pass through RQ's intermediate queue

@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from ferret.records import Memory
-from worker.backends.index_registry import out_of_space
-from worker.backends.local import MemoryStore
+from ferret.worker.backends.index_registry import out_of_space
+from ferret.worker.backends.local import MemoryStore
 
 # tantivy's own words for ENOSPC, as a 4 KiB tmpfs made it say them (see the real-disk test below)
 TANTIVY_ENOSPC = ValueError("An IO error occurred: 'No space left on device (os error 28) at path "

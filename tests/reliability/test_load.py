@@ -29,10 +29,10 @@ def test_ten_thousand_jobs(tmp_path, env, sample_namespace, start_workers, redis
     source, out = tmp_path / "load.jsonl", tmp_path / "out.jsonl"
     source.write_text("\n".join(lines) + "\n")
     started = time.monotonic()
-    batch = subprocess.run([sys.executable, "-m", "ferret_cli.main", "batch", str(source), "--out", str(out)],
+    batch = subprocess.run([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out)],
                            env=env, capture_output=True, text=True, timeout=600)
     took = time.monotonic() - started
-    # exit 1, "done in part": the invalid line and the jobs whose deadline had passed (ferret_cli.exit_codes)
+    # exit 1, "done in part": the invalid line and the jobs whose deadline had passed (ferret.cli.exit_codes)
     assert batch.returncode == 1, batch.stderr[-2000:]
     summary = json.loads(batch.stdout.strip().splitlines()[-1])
     rows = [json.loads(line) for line in out.read_text().splitlines()]

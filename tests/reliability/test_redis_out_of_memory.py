@@ -18,9 +18,9 @@ from rq.registry import FailedJobRegistry
 
 from ferret.ingest import parse_memory_lines
 from ferret.job_ids import job_id_for
-from producer.batch import derived_request_id
+from ferret.producer.batch import derived_request_id
+from ferret.worker.backends.local import MemoryStore
 from tests.conftest import ROOT, SAMPLE, RedisServer
-from worker.backends.local import MemoryStore
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -44,7 +44,7 @@ def _env(url: str) -> dict[str, str]:
 
 
 def _ferret(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ferret_cli.main", *args]
+    return [sys.executable, "-m", "ferret.cli.main", *args]
 
 
 def _rows(path) -> list[dict]:

@@ -13,9 +13,9 @@ import pytest
 import redis
 
 from ferret.ingest import parse_memory_lines
+from ferret.worker.backends.local import MemoryStore
+from ferret.worker.fakes.nous_server import nous_env
 from tests.conftest import ROOT, SAMPLE, free_port, redis_server_path, wait_for_redis
-from worker.backends.local import MemoryStore
-from worker.fakes.nous_server import nous_env
 
 
 class DurableRedis:
@@ -58,10 +58,10 @@ def test_redis_restart_during_a_batch(tmp_path, durable_redis):
     lines = [json.dumps({"query": f"BTC thesis {i}", "namespace": "sample"}) for i in range(600)]
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text("\n".join(lines) + "\n")
-    workers = [subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker"], env=env,
+    workers = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env,
                                 stderr=subprocess.DEVNULL) for _ in range(2)]
     log = (tmp_path / "batch.log").open("wb")  # a file, not a pipe nobody reads: a full pipe would stall the batch
-    batch = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "batch", str(source), "--out", str(out),
+    batch = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out),
                               "--wait", "60"], env=env, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 60
@@ -72,7 +72,7 @@ def test_redis_restart_during_a_batch(tmp_path, durable_redis):
         durable_redis.start()
         first = batch.wait(timeout=120)
         if first != 0:  # the producer gave up during the outage: resume it, as a user would
-            resumed = subprocess.run([sys.executable, "-m", "ferret_cli.main", "batch", str(source), "--out",
+            resumed = subprocess.run([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out",
                                       str(out), "--resume", "--wait", "120"], env=env, capture_output=True,
                                      text=True, timeout=240)
             assert resumed.returncode == 0, resumed.stderr[-2000:]

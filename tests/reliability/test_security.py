@@ -11,11 +11,11 @@ import pytest
 import redis
 
 from ferret.ingest import parse_memory_lines
+from ferret.producer.client import Producer
 from ferret.records import Memory
 from ferret.settings import load_settings
-from producer.client import Producer
+from ferret.worker.backends.local import MemoryStore
 from tests.conftest import ROOT, SAMPLE, free_port, redis_server_path, require_tool, tls_capable, wait_for_redis
-from worker.backends.local import MemoryStore
 
 PASSWORD = "pw-d4f7e2c9-never-shown"
 
@@ -26,7 +26,7 @@ def _server(args: list[str]) -> subprocess.Popen[bytes]:
 
 
 def _ferret(args: list[str], env: dict[str, str], **kw) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ferret_cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=120, **kw)
 
 
@@ -37,7 +37,7 @@ def _base_env() -> dict[str, str]:
 def _run_one_job(url: str, env: dict[str, str]) -> tuple[str, dict]:
     """Ingest, start a worker, query through the CLI; return all output and the result."""
     ingest = _ferret(["ingest", str(SAMPLE), "-n", "sec"], env)
-    worker = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "--log-level", "DEBUG", "worker"],
+    worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "--log-level", "DEBUG", "worker"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         query = _ferret(["query", "BTC thesis", "-n", "sec", "--wait", "20", "--json"], env)

@@ -21,10 +21,10 @@ from rq import Worker
 
 from ferret.contract import FINAL_STATUSES
 from ferret.ingest import parse_memory_lines
-from ferret.redis_conn import client_for
+from ferret.redis_plumbing.redis_conn import client_for
+from ferret.worker.backends.local import MemoryStore
 from tests.conftest import ROOT, SAMPLE
 from tests.reliability.sentinel_set import SentinelSet
-from worker.backends.local import MemoryStore
 
 LINES = 2000
 
@@ -37,7 +37,7 @@ def sentinels(tmp_path):
 
 
 def _start_workers(env: dict[str, str], client, tmp_path) -> list[subprocess.Popen[bytes]]:
-    procs = [subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "--worker-class", kind],
+    procs = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--worker-class", kind],
                               env=env, cwd=ROOT, stdout=(tmp_path / f"{kind}.log").open("wb"),
                               stderr=subprocess.STDOUT)
              for kind in ("simple", "fork")]
@@ -57,7 +57,7 @@ def test_a_batch_rides_out_a_sentinel_failover(sentinels, tmp_path, env):
     lines.write_text("".join(json.dumps({"query": f"SOL funding stop {i}", "namespace": "sample",
                                          "request_id": f"line-{i}"}) + "\n" for i in range(LINES)))
     out = tmp_path / "out.jsonl"
-    batch = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "batch", str(lines), "--out", str(out),
+    batch = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(lines), "--out", str(out),
                               "--wait", "300"], env=failover_env, cwd=ROOT,
                              stdout=(tmp_path / "batch.log").open("wb"), stderr=subprocess.STDOUT)
     try:

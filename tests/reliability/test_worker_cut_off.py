@@ -22,8 +22,8 @@ import pytest
 from rq import Worker
 
 from ferret.errors import RedisUnreachable
-from ferret.redis_conn import client_for
-from producer.client import Producer
+from ferret.producer.client import Producer
+from ferret.redis_plumbing.redis_conn import client_for
 from tests.conftest import ROOT
 from tests.reliability.tcp_proxy import CuttableProxy
 
@@ -31,7 +31,7 @@ LINES, CUT_SECONDS = 400, 30.0
 
 
 def _worker(env: dict[str, str], url: str, kind: str, name: str, log) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "--worker-class", kind,
+    return subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--worker-class", kind,
                              "--name", name], env={**env, "FERRET_REDIS__URL": url}, cwd=ROOT,
                             stdout=log.open("wb"), stderr=subprocess.STDOUT)
 
@@ -57,7 +57,7 @@ def test_a_worker_cut_off_for_30_s_loses_no_job_and_comes_back(env, redis_server
         lines.write_text("".join(json.dumps({"query": f"SOL funding stop {i}", "namespace": sample_namespace,
                                              "request_id": f"cut-{i}"}) + "\n" for i in range(LINES)))
         out = tmp_path / "out.jsonl"
-        batch = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "batch", str(lines), "--out", str(out),
+        batch = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(lines), "--out", str(out),
                                   "--wait", "300"], env=env, cwd=ROOT, stdout=(tmp_path / "batch.log").open("wb"),
                                  stderr=subprocess.STDOUT)
         _wait_for(lambda: len(redis_client.keys("ferret:result:*")) >= 20, 60, "the batch under way")
@@ -95,7 +95,7 @@ def test_a_producer_cut_off_while_waiting_says_so_then_recovers(redis_server, re
         proxy.cut()
         start_workers(1)  # answers the job while the producer cannot see it
         threading.Timer(15.0, proxy.restore).start()  # longer than the client's own retries (~10 s)
-        with caplog.at_level(logging.WARNING, logger="producer.client"):
+        with caplog.at_level(logging.WARNING, logger="ferret.producer.client"):
             assert producer.wait(handle, 60).status == "ok"
         said = caplog.text
         assert "out of reach while waiting" in said and "answers again" in said

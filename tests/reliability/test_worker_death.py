@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from worker.fakes.nous_server import FakeNous, nous_env
+from ferret.worker.fakes.nous_server import FakeNous, nous_env
 
 TTL = "5"  # seconds without a heartbeat before a worker counts as dead
 
@@ -81,7 +81,7 @@ def test_a_stop_between_dequeue_and_start_puts_the_job_back(producer, redis_clie
     from rq.exceptions import StopRequested
     from rq.serializers import JSONSerializer
 
-    from rq_wing.runner import build_worker
+    from ferret.rq_layer.runner import build_worker
 
     handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
     for worker_class in ("simple", "fork"):
@@ -105,7 +105,7 @@ def test_a_sigterm_between_dequeue_and_start_is_a_warm_shutdown(producer, redis_
     its end, then the worker stops."""
     import signal as signals
 
-    from rq_wing.runner import build_worker
+    from ferret.rq_layer.runner import build_worker
 
     first = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
     second = producer.enqueue({"query": "SOL trade", "namespace": sample_namespace, "queue": "batch"})
@@ -133,9 +133,9 @@ def test_a_job_stranded_between_dequeue_and_start_is_put_back_within_seconds(pro
     from rq import Queue
     from rq.serializers import JSONSerializer
 
-    from rq_wing.reaper import LOCK_KEY, STRANDED_GRACE_SECONDS, reap
-    from rq_wing.runner import build_worker
-    from worker.core.resources import build_resources
+    from ferret.rq_layer.reaper import LOCK_KEY, STRANDED_GRACE_SECONDS, reap
+    from ferret.rq_layer.runner import build_worker
+    from ferret.worker.core.resources import build_resources
 
     handle = producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace, "queue": "batch"})
     queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)

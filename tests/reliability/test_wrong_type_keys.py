@@ -12,7 +12,7 @@ import time
 import pytest
 
 from ferret import keys
-from rq_wing.key_types import SET_ASIDE_PREFIX
+from ferret.rq_layer.key_types import SET_ASIDE_PREFIX
 from tests.conftest import ROOT
 
 PLANTED = {"rq:finished:prefetch": "set", "rq:wip:batch": "set", "rq:queue:prefetch:intermediate": "hset"}
@@ -29,7 +29,7 @@ def test_wrong_type_keys_are_said_once_and_set_aside_and_stale_entries_cleaned(
             redis_client.hset(key, "a", "hash")
     log = tmp_path / "worker.log"
     with log.open("w") as sink:
-        worker = subprocess.Popen([sys.executable, "-m", "ferret_cli.main", "worker", "--worker-class", worker_class],
+        worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--worker-class", worker_class],
                                   env={**env, "FERRET_SERVICE__MAINTENANCE_INTERVAL_SECONDS": "1"}, cwd=ROOT,
                                   stderr=sink, stdout=sink)
         try:

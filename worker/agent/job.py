@@ -23,15 +23,15 @@ from ferret.errors import AgentFailed, BackendError
 from ferret.records import Filters, Hit
 from ferret.settings import AgentSettings, Settings
 from ferret.tracing import Tracer
-from worker.agent.loop import AgentLoop, empty_stats
-from worker.agent.protocol import STOP
-from worker.backends.base import Backend
-from worker.llm.chat import ChatClient
-from worker.pipeline.budget import Budget
-from worker.pipeline.complexity import Route
-from worker.pipeline.formatting import format_context
-from worker.pipeline.orchestrator import PipelineResult, run_pipeline
-from worker.pipeline.sections import sections_for
+from ferret.worker.agent.loop import AgentLoop, empty_stats
+from ferret.worker.agent.protocol import STOP
+from ferret.worker.backends.base import Backend
+from ferret.worker.llm.chat import ChatClient
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.complexity import Route
+from ferret.worker.pipeline.formatting import format_context
+from ferret.worker.pipeline.orchestrator import PipelineResult, run_pipeline
+from ferret.worker.pipeline.sections import sections_for
 
 AGENT_ROUTES = (Route.COMPLEX.value, Route.AMBIGUOUS.value)
 OUTCOMES = ("ok", "clarification", "deadline", "fallback")

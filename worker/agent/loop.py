@@ -14,7 +14,7 @@ arguments: small models loop) is not run again: the run answers with what
 the fast path and the earlier steps found (``stats.repeated_action``; the
 fast path's hits first, in its order), without another call.
 Every answer that needed repairing to be read adds to
-``stats.parse_repairs`` (``worker.agent.protocol``).
+``stats.parse_repairs`` (``ferret.worker.agent.protocol``).
 
 Every LLM call gets at most ``agent.timeout_seconds`` and never more than
 the job's time left less ``agent.result_reserve_seconds``. Running out of
@@ -36,11 +36,11 @@ from ferret.errors import AgentFailed
 from ferret.records import Filters, Hit
 from ferret.settings import AgentSettings
 from ferret.tracing import NoopTracer, Tracer
-from worker.agent import prompts
-from worker.agent.protocol import TERMINAL, Decision, ToolCall, concludes, parse_decision
-from worker.agent.tools import ToolResult, Tools, run_parallel_tools
-from worker.pipeline.budget import Budget
-from worker.pipeline.parallel import TimedOut, call_with_timeout
+from ferret.worker.agent import prompts
+from ferret.worker.agent.protocol import TERMINAL, Decision, ToolCall, concludes, parse_decision
+from ferret.worker.agent.tools import ToolResult, Tools, run_parallel_tools
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.parallel import TimedOut, call_with_timeout
 
 KEEP_FULL_STEPS = 2
 Chat = Callable[[list[dict[str, str]], float], str]  # (messages, timeout) -> reply text

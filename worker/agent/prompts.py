@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ferret.records import Hit
-from worker.results_builder import preview
+from ferret.worker.results_builder import preview
 
 SYSTEM = """You find the memories that answer a question, by searching a memory store with tools.
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ferret.errors import FerretError, InvalidRequest
 from ferret.records import Filters, Hit
-from worker.agent.prompts import memory_lines
+from ferret.worker.agent.prompts import memory_lines
 
 SearchFn = Callable[[str, Filters | None], Sequence[Hit]]
 _PARALLEL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ferret-agent")  # module-level, as seed 002's

@@ -29,7 +29,7 @@ from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptErr
 
 from ferret import keys
 from ferret.errors import BackendUnavailable, WriteNotReplicated
-from ferret.store_conn import is_cluster, node_for, refresh_topology
+from ferret.redis_plumbing.store_conn import is_cluster, node_for, refresh_topology
 
 OPS = ("upsert", "delete", "clear")
 # What a write sent to a shard's primary meets during a failover.

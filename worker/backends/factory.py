@@ -9,11 +9,11 @@ from typing import Protocol
 import redis
 
 from ferret.settings import Settings
-from worker.backends.base import Backend
-from worker.backends.local import LocalBackends
-from worker.backends.nous import NousBackends
-from worker.endpoint_health import EndpointHealth
-from worker.semantic.embedders import embedder_for
+from ferret.worker.backends.base import Backend
+from ferret.worker.backends.local import LocalBackends
+from ferret.worker.backends.nous import NousBackends
+from ferret.worker.endpoint_health import EndpointHealth
+from ferret.worker.semantic.embedders import embedder_for
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class Backends(Protocol):
 
 def build_backends(settings: Settings, client: redis.Redis, index_root: Path | None = None,
                    health: EndpointHealth | None = None) -> Backends:
-    """``client``: the memory store's (``ferret.store_conn``). ``health``: the circuit
+    """``client``: the memory store's (``ferret.redis_plumbing.store_conn``). ``health``: the circuit
     breakers of the outside endpoints (Nous servers, embeddings). ``index_root``: where
     the local backend's indexes live (a forked work horse gets its parent's, so
     what one job built the next one finds). With the semantic retriever on
@@ -45,6 +45,6 @@ def build_backends(settings: Settings, client: redis.Redis, index_root: Path | N
                             if health and semantic.enabled and semantic.provider == "endpoint" else None)
     warm = getattr(embedder, "warm", None)
     if warm is not None:
-        warm()  # at start-up, before any fork (see worker.semantic.embedders)
+        warm()  # at start-up, before any fork (see ferret.worker.semantic.embedders)
     return LocalBackends(client, settings.co_retrieval, settings.backend.local, index_root,
                          settings.backend.local.store_url or settings.redis.url, embedder)

@@ -1,6 +1,6 @@
 """Build a namespace's index snapshot, in a process of its own.
 
-``python -m worker.backends.index_builder --namespace NS --lock-token T``:
+``python -m ferret.worker.backends.index_builder --namespace NS --lock-token T``:
 started by a worker (``IndexRegistry.start_builder``) in its own session,
 so it outlives the job that needed it, the job's hard timeout and the
 worker itself. It loads the current snapshot and applies the change log
@@ -24,11 +24,11 @@ from pathlib import Path
 import redis
 
 from ferret import keys
-from ferret.redis_conn import client_for
+from ferret.redis_plumbing.redis_conn import client_for
 from ferret.settings import LocalSettings, load_settings
-from worker.backends import snapshots
-from worker.backends.index_registry import BUILD_LOCK_SECONDS, IndexRegistry
-from worker.backends.tantivy_index import limit_malloc_arenas
+from ferret.worker.backends import snapshots
+from ferret.worker.backends.index_registry import BUILD_LOCK_SECONDS, IndexRegistry
+from ferret.worker.backends.tantivy_index import limit_malloc_arenas
 
 logger = logging.getLogger(__name__)
 

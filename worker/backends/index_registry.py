@@ -5,7 +5,7 @@ Making a namespace's index ready for a job, in the order tried:
 1. **warm**: the index is open and at least as new as the job's version
    (no Redis call), or catches up by applying the change-log entries after
    its version (``caught_up``): a write of k memories costs O(k), and is
-   staged, not committed (``worker.backends.recent_changes``): searchable at
+   staged, not committed (``ferret.worker.backends.recent_changes``): searchable at
    once, committed in batches (``fold_changes`` on the job's path, or
    ``fold_seconds`` after a job, off it). The position saved on disk is the
    last commit's, so a process that opens the directory again stages the
@@ -15,7 +15,7 @@ Making a namespace's index ready for a job, in the order tried:
 3. **snapshot**: the prebuilt snapshot in Redis is loaded and caught up;
 4. **built**: a namespace of at most ``inline_build_max`` memories is built
    from the memories in the job (small: tens of milliseconds);
-5. otherwise a builder process (``worker.backends.index_builder``, its own
+5. otherwise a builder process (``ferret.worker.backends.index_builder``, its own
    session, so neither a job's hard timeout nor the worker's death stops
    it) builds the snapshot, and the job waits for it as long as its budget
    allows, else fails ``IndexNotReady`` with a clear error; the build goes on
@@ -56,11 +56,11 @@ from ferret import keys
 from ferret.errors import BackendUnavailable
 from ferret.records import Memory
 from ferret.settings import LocalSettings
-from worker.backends import snapshots
-from worker.backends.change_log import ChangeLog, Position, as_text
-from worker.backends.held_memories import HeldMemories
-from worker.backends.tantivy_index import MemoryIndex
-from worker.semantic.vectors import VectorIndex
+from ferret.worker.backends import snapshots
+from ferret.worker.backends.change_log import ChangeLog, Position, as_text
+from ferret.worker.backends.held_memories import HeldMemories
+from ferret.worker.backends.tantivy_index import MemoryIndex
+from ferret.worker.semantic.vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -529,7 +529,7 @@ class IndexRegistry:
         token = uuid.uuid4().hex
         if not self.client.set(keys.index_build_lock(namespace), token, nx=True, ex=BUILD_LOCK_SECONDS):
             return False
-        command = [sys.executable, "-m", "worker.backends.index_builder", "--namespace", namespace,
+        command = [sys.executable, "-m", "ferret.worker.backends.index_builder", "--namespace", namespace,
                    "--lock-token", token]
         env = {**os.environ, **(self.builder_env or {})}
         subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

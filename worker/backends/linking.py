@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ferret.records import Filters, Hit, Memory
-from worker.backends.filtering import matches
+from ferret.worker.backends.filtering import matches
 
 
 def neighbour_scores(seeds: Sequence[Hit], links: Mapping[str, Mapping[str, float]]) -> dict[str, float]:

@@ -2,7 +2,7 @@
 
 ``MemoryStore`` writes and reads a namespace's memories: a hash of JSON, a
 version counter and the change log, all changed by one script
-(``worker.backends.change_log``). ``LocalBackends`` keeps each namespace's
+(``ferret.worker.backends.change_log``). ``LocalBackends`` keeps each namespace's
 index in an ``IndexRegistry`` that follows the change log, so a write of k
 memories costs O(k) in every worker; cold workers load a prebuilt snapshot.
 A job may carry the version the producer saw at enqueue time: an index at
@@ -30,20 +30,20 @@ import redis
 
 from ferret import keys
 from ferret.errors import BackendProtocolError, BackendUnavailable
-from ferret.pids import pid_alive
 from ferret.records import Filters, Hit, Memory
-from ferret.redis_conn import url_of
+from ferret.redis_plumbing.pids import pid_alive
+from ferret.redis_plumbing.redis_conn import url_of
 from ferret.settings import CoRetrievalSettings, LocalSettings
-from worker.backends.base import Backend
-from worker.backends.change_log import ChangeLog
-from worker.backends.filtering import matches
-from worker.backends.index_registry import IndexRegistry, Readiness, parse_memories
-from worker.backends.linking import linked_hits, neighbour_scores
-from worker.backends.tantivy_index import MemoryIndex
-from worker.backends.word_family import word_family_search
-from worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
-from worker.semantic.embedders import Embedder
-from worker.semantic.vectors import DimensionMismatch
+from ferret.worker.backends.base import Backend
+from ferret.worker.backends.change_log import ChangeLog
+from ferret.worker.backends.filtering import matches
+from ferret.worker.backends.index_registry import IndexRegistry, Readiness, parse_memories
+from ferret.worker.backends.linking import linked_hits, neighbour_scores
+from ferret.worker.backends.tantivy_index import MemoryIndex
+from ferret.worker.backends.word_family import word_family_search
+from ferret.worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
+from ferret.worker.semantic.embedders import Embedder
+from ferret.worker.semantic.vectors import DimensionMismatch
 
 # Memories per write script (a Lua call's arguments are bounded).
 WRITE_BATCH = 1000
@@ -59,7 +59,7 @@ class MemoryStore:
                  embedder: Embedder | None = None, replicas: int = 0, replica_timeout_ms: int = 1000) -> None:
         """``embedder``: the semantic retriever's; every memory written is embedded with it
         and its embedding kept with it, in the same write. ``replicas``: a write returns
-        once that many replicas have it (see ``worker.backends.change_log``)."""
+        once that many replicas have it (see ``ferret.worker.backends.change_log``)."""
         self.client = client
         self.namespace = namespace
         self.log = ChangeLog(client, namespace, change_log_length, replicas, replica_timeout_ms)
@@ -228,7 +228,7 @@ class LocalBackends:
     """Per-process factory: ``for_namespace(ns)`` gives a job its backend.
 
     With co-retrieval on and a positive ``affinity_weight``, the backend's hits
-    get the co-retrieval bonus (see ``worker.co_retrieval.affinity``).
+    get the co-retrieval bonus (see ``ferret.worker.co_retrieval.affinity``).
     """
 
     def __init__(self, client: redis.Redis, co_retrieval: CoRetrievalSettings | None = None,

@@ -8,12 +8,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ferret.records import Filters, Hit, Memory
-from worker.backends.filtering import matches
-from worker.backends.linking import linked_hits, neighbour_scores
-from worker.backends.tantivy_index import MemoryIndex
-from worker.backends.word_family import word_family_search
-from worker.semantic.embedders import Embedder
-from worker.semantic.vectors import VectorIndex
+from ferret.worker.backends.filtering import matches
+from ferret.worker.backends.linking import linked_hits, neighbour_scores
+from ferret.worker.backends.tantivy_index import MemoryIndex
+from ferret.worker.backends.word_family import word_family_search
+from ferret.worker.semantic.embedders import Embedder
+from ferret.worker.semantic.vectors import VectorIndex
 
 
 class Links(Protocol):

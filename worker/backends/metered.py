@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from ferret.errors import BackendError
 from ferret.records import Filters, Hit
-from worker.backends.base import Backend, GraphBackend, SemanticBackend, WideningBackend, retrievers_of, widens
+from ferret.worker.backends.base import Backend, GraphBackend, SemanticBackend, WideningBackend, retrievers_of, widens
 
 T = TypeVar("T")
 

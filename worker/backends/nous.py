@@ -47,10 +47,10 @@ from ferret import keys
 from ferret.errors import BackendError, BackendProtocolError, BackendUnavailable, NamespaceNotServed
 from ferret.records import Filters, Hit, Memory, TimeRange
 from ferret.settings import NousSettings
-from worker.backends.filtering import matches
-from worker.backends.http_json import call_json
-from worker.backends.linking import linked_hits, neighbour_scores
-from worker.endpoint_health import EndpointHealth
+from ferret.worker.backends.filtering import matches
+from ferret.worker.backends.http_json import call_json
+from ferret.worker.backends.linking import linked_hits, neighbour_scores
+from ferret.worker.endpoint_health import EndpointHealth
 
 NAME = "nous"
 

@@ -31,8 +31,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ferret.records import Filters, Memory
-from worker.backends.filtering import matches
-from worker.backends.tokens import tokenize
+from ferret.worker.backends.filtering import matches
+from ferret.worker.backends.tokens import tokenize
 
 K1 = 1.2
 B = 0.75

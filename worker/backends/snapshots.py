@@ -28,7 +28,7 @@ from pathlib import Path
 import redis
 
 from ferret import keys
-from worker.backends.change_log import Position
+from ferret.worker.backends.change_log import Position
 
 logger = logging.getLogger(__name__)
 

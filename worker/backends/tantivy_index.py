@@ -27,9 +27,9 @@ from typing import Any
 import tantivy
 
 from ferret.records import Filters, Memory, TimeRange
-from worker.backends.filtering import matches, parse_time
-from worker.backends.recent_changes import RecentChanges, Statistics, bm25_idf
-from worker.backends.tokens import tokenize
+from ferret.worker.backends.filtering import matches, parse_time
+from ferret.worker.backends.recent_changes import RecentChanges, Statistics, bm25_idf
+from ferret.worker.backends.tokens import tokenize
 
 WRITER_HEAP_BYTES = 15_000_000  # tantivy's smallest writer budget
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -173,7 +173,7 @@ class MemoryIndex:
         return changed
 
     def stage(self, upserts: Sequence[Memory] = (), deletes: Sequence[str] = (), clear: bool = False) -> int:
-        """A write searchable at once without a commit (``worker.backends.recent_changes``), held
+        """A write searchable at once without a commit (``ferret.worker.backends.recent_changes``), held
         in memory only (no writer is opened); ``fold`` commits what is staged."""
         recent = self.recent
         if clear:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ferret.records import Filters, Memory
-from worker.backends.tantivy_index import MemoryIndex
-from worker.backends.tokens import tokenize
+from ferret.worker.backends.tantivy_index import MemoryIndex
+from ferret.worker.backends.tokens import tokenize
 
 MIN_STEM = 3  # shorter words begin too many others
 FAMILY_MEMORIES = 50  # memories read to find the family's words

@@ -22,9 +22,9 @@ from ferret import keys
 from ferret.errors import NamespaceNotServed
 from ferret.records import Memory
 from ferret.settings import Settings
-from worker.backends.local import MemoryStore
-from worker.backends.nous import NAME, NousBackend
-from worker.semantic.embedders import embedder_for
+from ferret.worker.backends.local import MemoryStore
+from ferret.worker.backends.nous import NAME, NousBackend
+from ferret.worker.semantic.embedders import embedder_for
 
 
 class MemoryWriter(Protocol):
@@ -84,7 +84,7 @@ class NousWriter:
 
 
 def writer_for(settings: Settings, store: redis.Redis, namespace: str) -> MemoryWriter:
-    """``store``: the memory store's client (``ferret.store_conn.store_client``)."""
+    """``store``: the memory store's client (``ferret.redis_plumbing.store_conn.store_client``)."""
     if settings.backend.kind == "nous":
         return NousWriter(settings, store, namespace)
     local = settings.backend.local

@@ -25,9 +25,9 @@ import redis
 from ferret import keys
 from ferret.errors import BackendUnavailable
 from ferret.records import Filters, Hit
-from worker.backends.base import retrievers_of, widens
-from worker.backends.change_log import as_text
-from worker.co_retrieval.groups import pairs
+from ferret.worker.backends.base import retrievers_of, widens
+from ferret.worker.backends.change_log import as_text
+from ferret.worker.co_retrieval.groups import pairs
 
 # KEYS: the affinity hashes of the pairs' ends, two per pair; ARGV[1]: amount;
 # ARGV[2..]: the partner ids, the other end for each key. Capped at 1.0.

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ferret.contract import RetrievalRequest, RetrievalResult
 from ferret.settings import CoRetrievalSettings
-from worker.co_retrieval.groups import groups_of
+from ferret.worker.co_retrieval.groups import groups_of
 
 logger = logging.getLogger(__name__)
 

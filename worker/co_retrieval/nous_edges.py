@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from worker.backends.nous import NousBackend
+from ferret.worker.backends.nous import NousBackend
 
 
 def strengthen_edges(backend: NousBackend, groups: Iterable[Sequence[str]], amount: float,

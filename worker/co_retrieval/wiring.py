@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from worker.backends.nous import NousBackend
-from worker.co_retrieval.affinity import RedisAffinity
-from worker.co_retrieval.applier import CoRetrievalApplier, Strengthen
-from worker.co_retrieval.nous_edges import strengthen_edges
-from worker.core.resources import WorkerResources
-from worker.metrics import FerretMetrics
+from ferret.worker.backends.nous import NousBackend
+from ferret.worker.co_retrieval.affinity import RedisAffinity
+from ferret.worker.co_retrieval.applier import CoRetrievalApplier, Strengthen
+from ferret.worker.co_retrieval.nous_edges import strengthen_edges
+from ferret.worker.core.resources import WorkerResources
+from ferret.worker.metrics import FerretMetrics
 
 
 def co_retrieval_applier(context: WorkerResources, metrics: FerretMetrics) -> CoRetrievalApplier:

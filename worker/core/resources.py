@@ -11,16 +11,16 @@ from pathlib import Path
 import redis
 
 from ferret.cache import answer_fingerprint
-from ferret.clock import RedisClock
-from ferret.replication import ReplicaWait
+from ferret.redis_plumbing.clock import RedisClock
+from ferret.redis_plumbing.replication import ReplicaWait
+from ferret.redis_plumbing.store_conn import store_client
 from ferret.results import ResultStore
 from ferret.settings import Settings
-from ferret.store_conn import store_client
-from worker.agent.job import agent_chat
-from worker.backends.factory import Backends, build_backends
-from worker.endpoint_health import EndpointHealth
-from worker.llm.chat import ChatClient, chat_endpoint
-from worker.llm.reranker import LLMScorer
+from ferret.worker.agent.job import agent_chat
+from ferret.worker.backends.factory import Backends, build_backends
+from ferret.worker.endpoint_health import EndpointHealth
+from ferret.worker.llm.chat import ChatClient, chat_endpoint
+from ferret.worker.llm.reranker import LLMScorer
 
 
 @dataclass
@@ -34,9 +34,9 @@ class WorkerResources:
     agent_chat: ChatClient | None = None  # the agent loop's LLM, when switched on
     fingerprint: str = ""  # what decides an answer besides request and memories (ferret.cache)
     index_root: Path | None = None  # the local backend's index directory (a work horse shares its parent's)
-    clock: RedisClock | None = None  # Redis's clock: every time compared with another host's (ferret.clock)
-    store: redis.Redis | None = None  # the memory store's client (ferret.store_conn); None: ``client``
-    health: EndpointHealth | None = None  # the outside endpoints' circuit breakers (worker.endpoint_health)
+    clock: RedisClock | None = None  # Redis's clock: what hosts compare (ferret.redis_plumbing.clock)
+    store: redis.Redis | None = None  # the memory store's client (ferret.redis_plumbing.store_conn); None: ``client``
+    health: EndpointHealth | None = None  # the outside endpoints' circuit breakers (ferret.worker.endpoint_health)
 
     @property
     def memory_store(self) -> redis.Redis:

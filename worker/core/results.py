@@ -25,7 +25,7 @@ from ferret.job_ids import binds
 from ferret.results import WriteOutcome
 from ferret.settings import LimitSettings
 from ferret.tracing import SpanCollector, new_trace_id
-from worker.core.resources import WorkerResources
+from ferret.worker.core.resources import WorkerResources
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ backend failures, hard timeouts and unexpected errors (with the trace of
 the stages that ran), ``partial`` when the deadline cut the pipeline short,
 else ``ok``. A payload whose job id is not the one its namespace and request
 id give is refused without running. The core knows nothing of RQ: the RQ
-adapter (``rq_wing.entry``) calls it, and so do ``ferret run`` and the benchmarks.
+adapter (``ferret.rq_layer.entry``) calls it, and so do ``ferret run`` and the benchmarks.
 """
 
 from __future__ import annotations
@@ -23,22 +23,22 @@ from ferret.job_ids import binds
 from ferret.signing import job_signature_problem
 from ferret.stats import JobStats
 from ferret.tracing import Span, SpanCollector, new_span_id
-from worker.agent.job import AgentAnswer, agent_wanted, run_agent
-from worker.agent.loop import empty_stats
-from worker.core.report import JobReport
-from worker.core.resources import WorkerResources
-from worker.core.results import (
+from ferret.worker.agent.job import AgentAnswer, agent_wanted, run_agent
+from ferret.worker.agent.loop import empty_stats
+from ferret.worker.core.report import JobReport
+from ferret.worker.core.resources import WorkerResources
+from ferret.worker.core.results import (
     ResultDropped,
     build_result,
     record_refusal,
     stamps_of,
     write_with_trace,
 )
-from worker.pipeline.budget import Budget
-from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.rerank import Reranking
-from worker.pipeline.sections import sections_for
-from worker.results_builder import fit_result, result_items
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.pipeline.rerank import Reranking
+from ferret.worker.pipeline.sections import sections_for
+from ferret.worker.results_builder import fit_result, result_items
 
 logger = logging.getLogger(__name__)
 

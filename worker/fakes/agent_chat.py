@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from worker.fakes.loopback import LoopbackServer
+from ferret.worker.fakes.loopback import LoopbackServer
 
 Reply = str | Callable[[list[dict[str, str]]], str]
 

@@ -22,7 +22,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from worker.fakes.loopback import LoopbackServer
+from ferret.worker.fakes.loopback import LoopbackServer
 
 _SNIPPET = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from worker.fakes.loopback import LoopbackServer
+from ferret.worker.fakes.loopback import LoopbackServer
 
 CONCEPTS = (("car", "automobile", "vehicle", "sedan"), ("dog", "puppy", "hound"), ("sell", "sold", "selling"),
             ("paris", "france", "french"), ("doctor", "physician", "clinic"))

@@ -62,10 +62,10 @@ from pydantic import ValidationError
 
 from ferret.records import Filters, Memory, Section
 from ferret.section_words import TRADING_KINDS
-from worker.backends.filtering import matches
-from worker.backends.memory import InMemoryBackend
-from worker.fakes.loopback import LoopbackServer
-from worker.pipeline.sections import subtype_label
+from ferret.worker.backends.filtering import matches
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.fakes.loopback import LoopbackServer
+from ferret.worker.pipeline.sections import subtype_label
 
 MAX_SCORED_LIMIT = 33
 DRIFT_PER_ACCESS = 0.0005  # score added per earlier search that returned the node

@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from worker.fakes.loopback import LoopbackServer
+from ferret.worker.fakes.loopback import LoopbackServer
 
 PROTOBUF = "application/x-protobuf"
 

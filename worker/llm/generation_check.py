@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -131,7 +132,7 @@ def _probe(model: str) -> int:
     import llama_cpp
 
     llm = llama_cpp.Llama(model_path=model, n_ctx=256, n_threads=2, verbose=False)
-    out = llm.create_completion("OK", max_tokens=1, temperature=0.0)
+    out: Any = llm.create_completion("OK", max_tokens=1, temperature=0.0)  # not streamed: one response
     print(out["choices"][0]["text"])
     return 0
 

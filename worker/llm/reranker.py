@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from ferret.errors import RerankFailed
 from ferret.records import Hit
 from ferret.settings import RerankSettings
-from worker.llm.chat import ChatClient
-from worker.pipeline.parallel import TimedOut, call_with_timeout
-from worker.pipeline.rerank import build_messages, parse_scores
+from ferret.worker.llm.chat import ChatClient
+from ferret.worker.pipeline.parallel import TimedOut, call_with_timeout
+from ferret.worker.pipeline.rerank import build_messages, parse_scores
 
 
 class LLMScorer:

@@ -27,8 +27,8 @@ from ferret.text import (
     QUESTION_WORDS,
     WORD,
 )
-from worker.pipeline.clauses import reads_as_question, standalone_questions
-from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
+from ferret.worker.pipeline.clauses import reads_as_question, standalone_questions
+from ferret.worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 
 
 class QueryType(enum.StrEnum):

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 
 from ferret.text import AUXILIARIES, MODALS, PERFECT, QUESTION_WORDS, REQUEST_PHRASES
-from worker.backends.tokens import tokenize
+from ferret.worker.backends.tokens import tokenize
 
 _BOUNDARY = re.compile(r"(?<=[.?!])\s+(?=¿?[A-Z])|\s*;\s*|\s+/\s+|\s*\(\s*|\s*\)\s*|\s+[-–—]{1,2}\s+"
                        r"|,\s*(?=(?:and|but|or)\b)")

@@ -10,7 +10,7 @@ memory store itself ("how many documents are in the database?") is raised
 to at least 0.75 (``meta``); an ambiguous message (under 15 characters,
 several question marks, "either ... or") to at least 0.65 with the route
 AMBIGUOUS (``ambiguous``). Patterns in the four languages the classifier
-knows. Trivial messages never get here (``worker.pipeline.trivial``).
+knows. Trivial messages never get here (``ferret.worker.pipeline.trivial``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from worker.pipeline.classify import Classification, QueryType
+from ferret.worker.pipeline.classify import Classification, QueryType
 
 SIMPLE_BELOW = 0.35
 MODERATE_BELOW = 0.55

@@ -10,14 +10,14 @@ first that yields two or more parts wins:
 4. "as well as"                      union
 5. sequential "then" / "after that"  sequential merge
 6. clauses that stand alone          "X. Another thing: Y?", "X / Y?", "X (and Y)?"
-                                     (``worker.pipeline.clauses``: any join)
+                                     (``ferret.worker.pipeline.clauses``: any join)
 7. multi-entity                      "BTC and SOL analysis" -> per entity (codes, or
                                      names outside a question: ``classify.joins_entities``)
 
 Parts must be longer than 3 characters; at most ``max_parts`` are kept. A
 part that refers back ("... and where did I set its stop?") keeps the
 subject the question named once: its reference is resolved from the parts
-before it, as a conversation's would be (``worker.pipeline.rewrite``).
+before it, as a conversation's would be (``ferret.worker.pipeline.rewrite``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Literal
 
 from ferret.contract import Turn
 from ferret.text import CALENDAR, REQUEST_PHRASES
-from worker.pipeline.classify import (
+from ferret.worker.pipeline.classify import (
     ALL_QUESTION_WORDS,
     QUESTION_WORD,
     TOO_WORDS,
@@ -37,8 +37,8 @@ from worker.pipeline.classify import (
     entities_of,
     joins_entities,
 )
-from worker.pipeline.clauses import standalone_questions
-from worker.pipeline.rewrite import rewrite
+from ferret.worker.pipeline.clauses import standalone_questions
+from ferret.worker.pipeline.rewrite import rewrite
 
 MAX_DECOMPOSABLE_CHARS = 500
 MIN_PART_CHARS = 4

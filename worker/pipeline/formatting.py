@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ferret.records import Hit, Memory
-from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap, subtype_label
+from ferret.worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap, subtype_label
 
 CHARS_PER_TOKEN = 4
 _MIN_TAIL_CHARS = 40

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from ferret.records import Hit
 from ferret.settings import FusionSettings
-from worker.pipeline.classify import Classification, QueryType
+from ferret.worker.pipeline.classify import Classification, QueryType
 
 LEXICAL, GRAPH, SEMANTIC = "lexical", "graph", "semantic"
 RETRIEVERS = (LEXICAL, GRAPH, SEMANTIC)

@@ -3,7 +3,7 @@
 1. intent boost: ``score x boost`` for hits whose section matches an intent,
    ``original_score`` kept (a multiplier, never a filter); then the subject
    boost: ``score x subject_boost`` for hits by or about a name the
-   sub-query names (``worker.pipeline.subjects``);
+   sub-query names (``ferret.worker.pipeline.subjects``);
 2. each sub-query's hits ranked by score, ties by id;
 3. dynamic cutoff, per sub-query: keep hits scoring at least that
    sub-query's top x ``relevance_ratio`` (a weak part is judged against its
@@ -30,8 +30,8 @@ from dataclasses import replace
 from itertools import zip_longest
 
 from ferret.records import Hit, Section, SubQueryOutcome
-from worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
-from worker.pipeline.subjects import apply_subject_boost, named_in
+from ferret.worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
+from ferret.worker.pipeline.subjects import apply_subject_boost, named_in
 
 
 def apply_intent_boost(hits: Sequence[Hit], intents: Sequence[Section], boost: float,

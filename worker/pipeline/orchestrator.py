@@ -32,22 +32,22 @@ from ferret.records import NO_FILTERS, Filters, Hit, SubQueryOutcome
 from ferret.settings import PipelineSettings
 from ferret.text import lexical_form
 from ferret.tracing import NoopTracer, Tracer
-from worker.backends.base import Backend, retrievers_of, widens
-from worker.backends.metered import MeteredBackend
-from worker.pipeline import quality_gate
-from worker.pipeline.budget import Budget
-from worker.pipeline.classify import Classification, classify
-from worker.pipeline.complexity import Complexity, Route, evaluate_complexity
-from worker.pipeline.decompose import Decomposition, decompose
-from worker.pipeline.formatting import estimate_tokens, format_context
-from worker.pipeline.fusion import GRAPH, LEXICAL, RETRIEVERS, SEMANTIC, Fused, WeightPlan, assign_weights, fuse
-from worker.pipeline.merge import merge_and_select
-from worker.pipeline.parallel import TimedOut, call_with_timeout, collect, run_parallel, start
-from worker.pipeline.replace import replace_weak
-from worker.pipeline.rerank import Reranking, blend
-from worker.pipeline.rewrite import rewrite
-from worker.pipeline.sections import sections_for
-from worker.pipeline.trivial import Prepared, prepare
+from ferret.worker.backends.base import Backend, retrievers_of, widens
+from ferret.worker.backends.metered import MeteredBackend
+from ferret.worker.pipeline import quality_gate
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.classify import Classification, classify
+from ferret.worker.pipeline.complexity import Complexity, Route, evaluate_complexity
+from ferret.worker.pipeline.decompose import Decomposition, decompose
+from ferret.worker.pipeline.formatting import estimate_tokens, format_context
+from ferret.worker.pipeline.fusion import GRAPH, LEXICAL, RETRIEVERS, SEMANTIC, Fused, WeightPlan, assign_weights, fuse
+from ferret.worker.pipeline.merge import merge_and_select
+from ferret.worker.pipeline.parallel import TimedOut, call_with_timeout, collect, run_parallel, start
+from ferret.worker.pipeline.replace import replace_weak
+from ferret.worker.pipeline.rerank import Reranking, blend
+from ferret.worker.pipeline.rewrite import rewrite
+from ferret.worker.pipeline.sections import sections_for
+from ferret.worker.pipeline.trivial import Prepared, prepare
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ferret.records import Hit
 from ferret.text import strip_question_words
-from worker.pipeline.classify import Classification
+from ferret.worker.pipeline.classify import Classification
 
 
 def is_weak(hits: Sequence[Hit], threshold: float) -> bool:

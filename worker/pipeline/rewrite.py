@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ferret.contract import Turn
-from worker.pipeline.classify import entities_of
+from ferret.worker.pipeline.classify import entities_of
 
 _OTHER = re.compile(r"\b(?:the other one|that other one|the other|l'autre|el otro|la otra|"
                     r"der andere|die andere|das andere)\b", re.IGNORECASE)

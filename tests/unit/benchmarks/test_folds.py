@@ -2,10 +2,10 @@ import pytest
 
 from benchmarks.folds import FoldRun, Tuned, bootstrap_interval, evaluate_folds, make_folds
 from benchmarks.folds_report import markdown
-from benchmarks.locomo import CompoundQuery, Dataset, Question
+from ferret.bench.locomo import CompoundQuery, Dataset, Question
 from ferret.records import Memory
 from ferret.settings import PipelineSettings
-from worker.backends.memory import InMemoryBackend
+from ferret.worker.backends.memory import InMemoryBackend
 
 
 def test_every_conversation_is_left_out_once_and_never_trained_on_then():
@@ -78,7 +78,7 @@ def _locomo_file(tmp_path, conversations):
 def test_the_command_writes_the_folds_report_and_names_a_bad_fold_count(tmp_path):
     from click.testing import CliRunner
 
-    from ferret_cli.main import cli
+    from ferret.cli.main import cli
     data = _locomo_file(tmp_path, ["conv-a", "conv-b"])
     done = CliRunner().invoke(cli, ["bench", "retrieval", "--data", str(data), "--folds", "2",
                                     "--out", str(tmp_path / "out")])

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from benchmarks.locomo import TEMPLATES, compound_queries, load, read_compound_file
 from benchmarks.retrieval import Answer, evaluate, score_compounds, score_singles
+from ferret.bench.locomo import TEMPLATES, compound_queries, load, read_compound_file
 from ferret.settings import PipelineSettings
 
 
@@ -61,7 +61,7 @@ def test_compound_file(tmp_path):
 
 
 def test_metrics():
-    from benchmarks.locomo import CompoundQuery, Question
+    from ferret.bench.locomo import CompoundQuery, Question
     q = Question("c", "q", frozenset({"a", "b"}), 1)
     singles = score_singles([Answer(("a", "x", "b"), 0, 0.0)], [q])
     assert singles["recall@5"] == 1.0 and singles["all@5"] == 1.0
@@ -108,7 +108,7 @@ def test_a_compound_file_keeps_every_part_and_its_questions(tmp_path):
 
 
 def test_n_part_scores():
-    from benchmarks.locomo import CompoundQuery
+    from ferret.bench.locomo import CompoundQuery
 
     three = CompoundQuery("c", "q", (frozenset({"a"}), frozenset({"b"}), frozenset({"z"})), "file")
     two = CompoundQuery("c", "q", (frozenset({"a"}), frozenset({"b"})), "file")

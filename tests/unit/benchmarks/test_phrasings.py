@@ -1,8 +1,8 @@
-from benchmarks.locomo import Question, read_compound_file
 from benchmarks.phrasings import PHRASINGS, evaluate_sets, markdown, phrasing_sets, write_sets
+from ferret.bench.locomo import Question, read_compound_file
 from ferret.records import Memory
 from ferret.settings import PipelineSettings
-from worker.backends.memory import InMemoryBackend
+from ferret.worker.backends.memory import InMemoryBackend
 
 NAMES = ["Ann", "Bob", "Cleo"]
 QUESTIONS = [Question("c", f"What did {NAMES[i % 3]} do on day {i}?", frozenset({f"D{i}"}), 1) for i in range(12)]

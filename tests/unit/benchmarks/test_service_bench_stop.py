@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from benchmarks.common import wait_or_kill
+from ferret.bench.common import wait_or_kill
 
 DEAF_TO_SIGTERM = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                    "print('ready', flush=True); time.sleep(60)")

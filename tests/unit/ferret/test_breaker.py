@@ -11,7 +11,7 @@ from redis.retry import Retry
 
 from ferret.breaker import Breaker, BreakerRules, CircuitOpen
 from ferret.settings import BreakerSettings
-from worker.endpoint_health import EndpointHealth
+from ferret.worker.endpoint_health import EndpointHealth
 
 RULES = BreakerRules(failures=3, window_seconds=5.0, cooldown_seconds=0.3, refresh_seconds=0.0)
 

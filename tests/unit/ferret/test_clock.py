@@ -7,7 +7,7 @@ import time
 import pytest
 import redis
 
-from ferret.clock import RedisClock
+from ferret.redis_plumbing.clock import RedisClock
 
 
 class ScriptedRedis:

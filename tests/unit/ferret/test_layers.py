@@ -1,46 +1,81 @@
-"""The kernel and the producer depend on nothing of the worker."""
+"""One import root, layered one way: the kernel (``ferret``'s own modules) and its Redis plumbing at the bottom,
+then the RQ layer, the producer and the worker, the CLI on top. The kernel and the producer depend on nothing
+of the worker; only the RQ layer imports RQ."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[3]
 KERNEL = ["ferret.settings", "ferret.contract", "ferret.keys", "ferret.errors", "ferret.records", "ferret.tracing",
-          "ferret.job_ids", "ferret.results", "ferret.cache", "ferret.ingest", "ferret.redis_conn"]
+          "ferret.job_ids", "ferret.results", "ferret.cache", "ferret.ingest", "ferret.redis_plumbing.redis_conn"]
+# The repository's folders and the packages they install as.
+TREES = {"ferret": "ferret", "worker": "ferret.worker", "producer": "ferret.producer"}
+UPPER = ("ferret.worker", "ferret.producer", "ferret.rq_layer", "ferret.cli", "ferret.bench", "ferret.integrations")
 
 
-@pytest.mark.parametrize("module", [*KERNEL, "ferret", "producer.client", "producer.batch", "producer.api"])
+@pytest.mark.parametrize("module", [*KERNEL, "ferret", "ferret.producer.client", "ferret.producer.batch",
+                                    "ferret.producer.api"])
 def test_importing_it_imports_no_worker_module(module):
     probe = ("import sys, importlib; importlib.import_module(sys.argv[1]); "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'worker'))")
+             "print(sorted(m for m in sys.modules if m.startswith('ferret.worker')))")
     imported = subprocess.run([sys.executable, "-c", probe, module], capture_output=True, text=True, check=True)
     assert imported.stdout.strip() == "[]", imported.stdout
 
 
-def _importing(pattern: str, tops: tuple[str, ...]) -> list[str]:
-    import re
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[3]
-    found = re.compile(pattern, re.MULTILINE)
-    return sorted(str(path.relative_to(root)) for top in tops for path in (root / top).rglob("*.py")
-                  if found.search(path.read_text()))
-
-
-def test_only_the_rq_wing_imports_rq():
-    outside = ("ferret", "worker", "producer", "ferret_cli", "benchmarks")
-    assert _importing(r"^\s*(?:from rq\b|import rq\b)", outside) == []
+def _modules() -> dict[str, str]:
+    """Every installed module's dotted name and its source."""
+    found = {}
+    for folder, package in TREES.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            name = ".".join((package, *parts)).removesuffix(".__init__")
+            found[name] = path.read_text()
+    return found
 
 
-def test_no_kernel_module_imports_the_worker_the_wing_or_the_shell():
-    found = _importing(r"^\s*(?:from|import) (?:worker|rq_wing|producer|ferret_cli|benchmarks)\b", ("ferret",))
-    assert found == ["ferret/__init__.py"]  # the package's facade, ``ferret.connect``, and nothing else
+def _importers(pattern: str, of: tuple[str, ...]) -> list[str]:
+    wanted = re.compile(pattern, re.MULTILINE)
+    return sorted(name for name, text in _modules().items()
+                  if name.startswith(of) and wanted.search(text))
+
+
+def test_only_the_rq_layer_imports_rq():
+    everyone = ("ferret",)
+    importers = _importers(r"^\s*(?:from rq\b|import rq\b)", everyone)
+    assert [name for name in importers if not name.startswith("ferret.rq_layer")] == []
+
+
+def test_no_kernel_module_imports_the_layers_above_it():
+    kernel = [name for name in _modules() if name.startswith("ferret") and not name.startswith(UPPER)]
+    upward = re.compile(r"^\s*(?:from|import) (?:" + "|".join(re.escape(u) for u in UPPER) + r")\b", re.MULTILINE)
+    found = sorted(name for name in kernel if upward.search(_modules()[name]))
+    assert found == ["ferret"]  # the package's facade, ``ferret.connect``, and nothing else
+
+
+def test_the_redis_plumbing_imports_nothing_of_the_domain_but_errors_and_settings():
+    plumbing = [name for name in _modules() if name.startswith("ferret.redis_plumbing")]
+    allowed = ("ferret.redis_plumbing", "ferret.errors", "ferret.settings")
+    for name in plumbing:
+        for imported in re.findall(r"^\s*(?:from|import) (ferret[\w.]*)", _modules()[name], re.MULTILINE):
+            assert imported.startswith(allowed), (name, imported)
 
 
 def test_the_facade_imports_the_client_only_when_called():
-    probe = ("import sys, ferret; print(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('producer', 'worker', 'rq', 'rq_wing')))")
+    probe = ("import sys, ferret; print(sorted(m for m in sys.modules if m.split('.')[0] == 'rq' or "
+             "m.startswith(('ferret.producer', 'ferret.worker', 'ferret.rq_layer'))))")
     imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert imported.stdout.strip() == "[]", imported.stdout
+
+
+def test_the_install_claims_one_top_level_name():
+    """``import worker`` (an application's own worker.py) is the application's: Ferret installs ``ferret`` only."""
+    probe = "import importlib.util as u; print([n for n in ('worker', 'producer', 'rq_wing', 'ferret_cli', " \
+            "'benchmarks') if u.find_spec(n)])"
+    outside = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd="/")
+    assert outside.stdout.strip() == "[]", outside.stdout

@@ -5,7 +5,7 @@ import zlib
 import pytest
 
 from ferret.packed import MARK, UnpackFailed, pack, unpack
-from worker.core.results import trace_sampled
+from ferret.worker.core.results import trace_sampled
 
 
 def test_a_packed_value_reads_back_and_is_smaller():

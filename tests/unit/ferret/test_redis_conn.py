@@ -3,7 +3,7 @@ import redis
 from redis.sentinel import MasterNotFoundError
 
 from ferret.errors import ConfigError, RedisUnreachable
-from ferret.redis_conn import client_for, parse_cluster_url, parse_sentinel_url, reason, redacted
+from ferret.redis_plumbing.redis_conn import client_for, parse_cluster_url, parse_sentinel_url, reason, redacted
 from tests.conftest import free_port
 
 

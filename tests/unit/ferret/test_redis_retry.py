@@ -10,8 +10,8 @@ import pytest
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, OutOfMemoryError, ResponseError, WatchError
 
-from ferret import redis_retry
-from ferret.redis_retry import PatientRetry
+from ferret.redis_plumbing import redis_retry
+from ferret.redis_plumbing.redis_retry import PatientRetry
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +29,7 @@ def _failing(errors: list[Exception], answer: str = "OK"):
 
 def test_out_of_memory_is_retried_past_the_connection_retry_limit_and_logged_once(caplog):
     retry = PatientRetry("redis://h/0", NoBackoff(), retries=2)
-    caplog.set_level(logging.WARNING, logger="ferret.redis_retry")
+    caplog.set_level(logging.WARNING, logger="ferret.redis_plumbing.redis_retry")
     errors: list[Exception] = [OutOfMemoryError("OOM command not allowed")] * 50
     assert retry.call_with_retry(_failing(list(errors)), lambda error: None) == "OK"
     messages = [r.getMessage() for r in caplog.records]
@@ -56,7 +56,7 @@ def test_a_watched_transaction_is_handed_back_not_resent():
 def test_copies_share_one_episode(caplog):
     retry = PatientRetry("redis://h/0", NoBackoff())
     twin = copy.deepcopy(retry)  # redis-py copies the retry into each connection
-    caplog.set_level(logging.WARNING, logger="ferret.redis_retry")
+    caplog.set_level(logging.WARNING, logger="ferret.redis_plumbing.redis_retry")
     retry._episode.full()
     twin.call_with_retry(_failing([OutOfMemoryError("OOM")]), lambda error: None)
     assert sum("is out of memory" in r.getMessage() for r in caplog.records) == 1

@@ -1,7 +1,7 @@
 import pytest
 
 from ferret.text import cache_form, starts_with_question_word, strip_question_words
-from worker.backends.tokens import tokenize
+from ferret.worker.backends.tokens import tokenize
 
 
 @pytest.mark.parametrize(("query", "stripped"), [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 from click.testing import CliRunner
 
-from ferret_cli.main import cli
+from ferret.cli.main import cli
 
 
 def _commands(command: click.Command, path: tuple[str, ...] = ()):

@@ -1,4 +1,4 @@
-from ferret_cli.render import to_text, waterfall
+from ferret.cli.render import to_text, waterfall
 
 
 def test_waterfall_indents_children_and_shows_durations():
@@ -31,7 +31,7 @@ def _result(rows):
 
 
 def test_an_interleaved_table_says_why_its_scores_are_not_sorted():
-    from ferret_cli.render import results_table
+    from ferret.cli.render import results_table
 
     interleaved = results_table(_result([(0.9, 0), (0.5, 1), (0.8, 0), (0.4, 1)]))
     assert "take turns" in str(interleaved.caption)

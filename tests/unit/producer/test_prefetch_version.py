@@ -6,12 +6,12 @@ from __future__ import annotations
 import fakeredis
 
 from ferret import keys
+from ferret.producer.client import Producer
+from ferret.producer.conversations import _Entry, conversation_key
+from ferret.producer.rules import ProducerRules
 from ferret.records import Memory
 from ferret.settings import load_settings
-from producer.client import Producer
-from producer.conversations import _Entry, conversation_key
-from producer.rules import ProducerRules
-from worker.backends.local import MemoryStore
+from ferret.worker.backends.local import MemoryStore
 
 
 def test_a_write_landing_after_the_enqueue_is_not_stamped_as_seen(monkeypatch):

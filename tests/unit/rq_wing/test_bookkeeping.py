@@ -13,8 +13,8 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 from rq.suspension import resume, suspend
 
-from rq_wing import bookkeeping
-from rq_wing.bookkeeping import COALESCE_SECONDS, CoalescedBookkeeping, LeanQueue, OneTripJobStart
+from ferret.rq_layer import bookkeeping
+from ferret.rq_layer.bookkeeping import COALESCE_SECONDS, CoalescedBookkeeping, LeanQueue, OneTripJobStart
 
 
 class LeanWorker(CoalescedBookkeeping, SimpleWorker):

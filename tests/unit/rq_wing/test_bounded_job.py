@@ -8,7 +8,7 @@ import pytest
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from rq_wing.bounded_job import JobDataTooLarge, bounded_job_class, inflate
+from ferret.rq_layer.bounded_job import JobDataTooLarge, bounded_job_class, inflate
 
 CAP = 1024 * 1024
 
@@ -21,7 +21,7 @@ def _bomb(size: int) -> bytes:
 
 
 def test_data_within_the_cap_inflates_as_rq_would():
-    data = json.dumps(["rq_wing.entry.run_retrieval", None, [{"query": "x"}], {}]).encode()
+    data = json.dumps(["ferret.rq_layer.entry.run_retrieval", None, [{"query": "x"}], {}]).encode()
     assert inflate(zlib.compress(data), CAP) == data
     assert inflate(data, CAP) == data  # not zlib: taken as stored, as RQ does
     assert inflate(zlib.compress(data)[:-4], CAP) == zlib.compress(data)[:-4]  # a truncated stream too
@@ -45,7 +45,7 @@ def test_data_compressed_twice_is_inflated_once():
 
 def test_a_job_hash_holding_a_bomb_cannot_be_fetched():
     client = fakeredis.FakeRedis()
-    job = Job.create("rq_wing.entry.run_retrieval", args=({"query": "x"},), connection=client,
+    job = Job.create("ferret.rq_layer.entry.run_retrieval", args=({"query": "x"},), connection=client,
                      serializer=JSONSerializer, id="ferret-abc")
     job.save()
     bounded = bounded_job_class(CAP)

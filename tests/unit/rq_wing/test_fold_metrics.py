@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import fakeredis
 
+from ferret.producer.client import Producer
 from ferret.records import Memory
+from ferret.rq_layer.runner import build_worker
 from ferret.settings import load_settings
-from producer.client import Producer
-from rq_wing.runner import build_worker
-from worker.backends.local import MemoryStore
-from worker.metrics import FerretMetrics
+from ferret.worker.backends.local import MemoryStore
+from ferret.worker.metrics import FerretMetrics
 
 
 def _value(metrics: FerretMetrics, name: str, **labels: str) -> float:

@@ -13,7 +13,7 @@ from rq.serializers import JSONSerializer
 
 from ferret.contract import JOB_FUNCTION
 from ferret.job_ids import job_id_for
-from rq_wing.intake import Refusal, guarded_queue_class, refusal_of
+from ferret.rq_layer.intake import Refusal, guarded_queue_class, refusal_of
 
 
 @pytest.fixture
@@ -132,3 +132,14 @@ def test_a_waiting_job_comes_off_the_queues_with_its_hash_in_one_round_trip(clie
     job, from_queue = queue_class.dequeue_any([prefetch, batch], 5, connection=client, serializer=JSONSerializer)
     assert job.id == good.id and from_queue.name == "batch" and job.args[0]["request"] == {"query": "BTC"}
     assert [args[0] for args in sent] == ["EVALSHA"]
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["one trip (lean)", "RQ's pop then read"])
+def test_a_job_an_older_producer_named_by_the_former_module_runs_as_ferrets_function(client, lean):
+    from ferret.rq_layer import entry
+
+    queue_class = guarded_queue_class(lambda refusal: None, lean)
+    queue = queue_class("prefetch", connection=client, serializer=JSONSerializer)
+    queue.enqueue_call("rq_wing.entry.run_retrieval", args=(_payload(),), job_id=job_id_for("default", None))
+    job, _ = queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer)
+    assert job.func_name == JOB_FUNCTION and job.func is entry.run_retrieval

@@ -8,12 +8,12 @@ import fakeredis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from ferret.clock import RedisClock
 from ferret.contract import JOB_FUNCTION
 from ferret.job_ids import job_id_for
-from ferret.replication import ReplicaWait
+from ferret.redis_plumbing.clock import RedisClock
+from ferret.redis_plumbing.replication import ReplicaWait
+from ferret.rq_layer.producer_side import job_live
 from ferret.steps_sync import SyncSteps
-from rq_wing.producer_side import job_live
 
 
 def test_a_queued_job_is_live_on_its_queue_and_a_wrong_type_list_is_one_it_is_not_on():

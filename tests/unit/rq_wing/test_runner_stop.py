@@ -9,11 +9,11 @@ import pytest
 from rq.exceptions import StopRequested
 
 from ferret.contract import RetrievalResult
+from ferret.producer.client import Producer
+from ferret.rq_layer import runner
+from ferret.rq_layer.runner import build_worker
 from ferret.settings import load_settings
-from producer.client import Producer
-from rq_wing import runner
-from rq_wing.runner import build_worker
-from worker.metrics import FerretMetrics
+from ferret.worker.metrics import FerretMetrics
 
 
 class StopWhileRecording(FerretMetrics):

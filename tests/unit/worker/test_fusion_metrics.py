@@ -1,5 +1,5 @@
 from ferret.stats import JobStats
-from worker.metrics import FerretMetrics
+from ferret.worker.metrics import FerretMetrics
 
 
 def _value(metrics, name, **labels):

@@ -1,6 +1,6 @@
 from ferret.contract import RetrievalResult, Timestamps
 from ferret.records import Hit, Memory
-from worker.results_builder import fit_result, result_items
+from ferret.worker.results_builder import fit_result, result_items
 
 
 def _result(n: int) -> RetrievalResult:

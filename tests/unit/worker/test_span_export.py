@@ -3,8 +3,8 @@ from opentelemetry.trace import StatusCode
 
 from ferret.contract import RetrievalResult, Timestamps
 from ferret.settings import TracingSettings
-from worker.core.report import JobReport
-from worker.span_export import SpanExport
+from ferret.worker.core.report import JobReport
+from ferret.worker.span_export import SpanExport
 
 TRACE = {"trace_id": "0af7651916cd43dd8448eb211c80319c", "job_id": "fr-x", "spans": [
     {"name": "job", "span_id": "b7ad6b7169203331", "parent_span_id": None, "start_time_unix_nano": 1_000,

@@ -1,6 +1,6 @@
 import pytest
 
-from worker.agent.protocol import ToolCall, concludes, parse_arguments, parse_decision
+from ferret.worker.agent.protocol import ToolCall, concludes, parse_arguments, parse_decision
 
 
 def test_a_single_action():

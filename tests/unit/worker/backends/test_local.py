@@ -7,10 +7,10 @@ import pytest
 from ferret import keys
 from ferret.records import Filters, Memory
 from ferret.settings import LocalSettings
-from worker.backends import snapshots
-from worker.backends.change_log import ChangeLog, Position
-from worker.backends.index_builder import build_snapshot
-from worker.backends.local import LocalBackends, MemoryStore
+from ferret.worker.backends import snapshots
+from ferret.worker.backends.change_log import ChangeLog, Position
+from ferret.worker.backends.index_builder import build_snapshot
+from ferret.worker.backends.local import LocalBackends, MemoryStore
 
 NONE = Filters()
 

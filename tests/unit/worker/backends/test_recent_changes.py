@@ -1,4 +1,4 @@
-"""Staged writes (``worker.backends.recent_changes``): searchable at once, scored as
+"""Staged writes (``ferret.worker.backends.recent_changes``): searchable at once, scored as
 tantivy will score them once folded, with stale committed copies hidden."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from ferret.records import Filters, Memory, TimeRange
-from worker.backends.recent_changes import FIELD_NORMS, stored_length
-from worker.backends.tantivy_index import MemoryIndex, _explained, _term
-from worker.backends.tokens import tokenize
+from ferret.worker.backends.recent_changes import FIELD_NORMS, stored_length
+from ferret.worker.backends.tantivy_index import MemoryIndex, _explained, _term
+from ferret.worker.backends.tokens import tokenize
 
 TOPICS = ["pottery class", "camping trip", "violin lessons", "marathon training", "adoption agency", "painting a lake",
           "support group", "charity race", "book club", "family dinner"]
@@ -107,7 +107,7 @@ def test_the_field_norm_table_is_tantivys():
 def test_postings_follow_rewrites_deletes_and_clears():
     """A search reads the postings of its terms: after rewrites, deletes and a clear they must hold
     exactly the staged memories' terms, as counting every staged memory would."""
-    from worker.backends.recent_changes import RecentChanges
+    from ferret.worker.backends.recent_changes import RecentChanges
 
     recent = RecentChanges()
 

@@ -8,10 +8,10 @@ from ferret.contract import RetrievalRequest, RetrievalResult, Timestamps
 from ferret.records import Filters, Hit, Memory
 from ferret.settings import CoRetrievalSettings
 from ferret.stats import JobStats
-from worker.backends.local import LocalBackends, MemoryStore
-from worker.co_retrieval.affinity import InMemoryAffinity, RedisAffinity, with_affinity
-from worker.co_retrieval.applier import CoRetrievalApplier, co_retrieval_amount
-from worker.co_retrieval.groups import groups_of, pairs
+from ferret.worker.backends.local import LocalBackends, MemoryStore
+from ferret.worker.co_retrieval.affinity import InMemoryAffinity, RedisAffinity, with_affinity
+from ferret.worker.co_retrieval.applier import CoRetrievalApplier, co_retrieval_amount
+from ferret.worker.co_retrieval.groups import groups_of, pairs
 
 
 @dataclass

@@ -1,5 +1,5 @@
 from ferret.contract import RetrievalResult, Timestamps
-from worker.core.report import JobReport, after_job
+from ferret.worker.core.report import JobReport, after_job
 
 
 def test_a_failing_observer_neither_raises_nor_stops_the_others(caplog):

@@ -13,10 +13,10 @@ import pytest
 from ferret.errors import JobRefused
 from ferret.job_ids import job_id_for
 from ferret.settings import load_settings
-from worker.core import run as run_module
-from worker.core.resources import build_resources
-from worker.core.results import REFUSAL_LOG
-from worker.core.run import run_job
+from ferret.worker.core import run as run_module
+from ferret.worker.core.resources import build_resources
+from ferret.worker.core.results import REFUSAL_LOG
+from ferret.worker.core.run import run_job
 
 
 @pytest.fixture
@@ -83,8 +83,8 @@ def test_an_invalid_payload_is_refused_not_answered(ctx):
 
 def test_an_orchestration_bug_falls_back_to_a_plain_search_and_is_not_cached(ctx, monkeypatch):
     from ferret.records import Memory
-    from worker.backends.local import MemoryStore
-    from worker.pipeline import orchestrator
+    from ferret.worker.backends.local import MemoryStore
+    from ferret.worker.pipeline import orchestrator
 
     MemoryStore(ctx.client, "default").upsert([Memory(id="t1", content_title="BTC thesis halving")])
 
@@ -103,8 +103,8 @@ def test_an_orchestration_bug_falls_back_to_a_plain_search_and_is_not_cached(ctx
 
 
 def test_fallbacks_are_counted_by_outcome(ctx, monkeypatch):
-    from worker.metrics import FerretMetrics
-    from worker.pipeline import orchestrator
+    from ferret.worker.metrics import FerretMetrics
+    from ferret.worker.pipeline import orchestrator
 
     def broken(*args, **kwargs):
         raise ValueError("a bug in merge")

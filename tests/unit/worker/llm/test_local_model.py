@@ -5,8 +5,8 @@ import hashlib
 import pytest
 
 from ferret.errors import ConfigError
-from worker.llm import local_model
-from worker.llm.local_model import Expected, assemble, server_command
+from ferret.worker.llm import local_model
+from ferret.worker.llm.local_model import Expected, assemble, server_command
 
 
 def _chunks(tmp_path, contents):

@@ -3,7 +3,7 @@ import time
 import pytest
 
 from ferret.records import Section
-from worker.pipeline.classify import QueryType, classify
+from ferret.worker.pipeline.classify import QueryType, classify
 
 
 @pytest.mark.parametrize(

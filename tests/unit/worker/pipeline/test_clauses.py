@@ -1,6 +1,6 @@
 import pytest
 
-from worker.pipeline.clauses import standalone_questions
+from ferret.worker.pipeline.clauses import standalone_questions
 
 
 @pytest.mark.parametrize("query, parts", [

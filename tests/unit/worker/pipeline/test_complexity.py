@@ -1,7 +1,7 @@
 import pytest
 
-from worker.pipeline.classify import Classification, QueryType
-from worker.pipeline.complexity import Route, evaluate_complexity
+from ferret.worker.pipeline.classify import Classification, QueryType
+from ferret.worker.pipeline.complexity import Route, evaluate_complexity
 
 
 def _classification(qtype=QueryType.FACTUAL, entities=(), keywords=0, confidence=0.7):

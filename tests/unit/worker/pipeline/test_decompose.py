@@ -1,7 +1,7 @@
 import pytest
 
-from worker.pipeline.classify import classify
-from worker.pipeline.decompose import decompose
+from ferret.worker.pipeline.classify import classify
+from ferret.worker.pipeline.decompose import decompose
 
 
 def _parts(query, max_parts=4):

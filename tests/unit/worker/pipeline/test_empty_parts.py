@@ -2,11 +2,11 @@
 
 from ferret.records import Filters, Memory
 from ferret.settings import FusionSettings, PipelineSettings
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.backends.tantivy_index import MemoryIndex
+from ferret.worker.backends.word_family import word_family_search
+from ferret.worker.pipeline.orchestrator import run_pipeline
 from tests.unit.worker.pipeline.test_fusion import ConceptEmbedder
-from worker.backends.memory import InMemoryBackend
-from worker.backends.tantivy_index import MemoryIndex
-from worker.backends.word_family import word_family_search
-from worker.pipeline.orchestrator import run_pipeline
 
 TRAVEL = [
     Memory(id="flights", type="event", content_title="Flights booked",

@@ -1,7 +1,7 @@
 import json
 
 from ferret.records import Hit, Memory
-from worker.pipeline.formatting import estimate_tokens, format_context, format_line
+from ferret.worker.pipeline.formatting import estimate_tokens, format_context, format_line
 
 
 def _hit(**fields):

@@ -6,11 +6,11 @@ from ferret.errors import BackendUnavailable
 from ferret.records import Hit, Memory
 from ferret.settings import SEED_FUSION_WEIGHTS, FusionSettings, PipelineSettings
 from ferret.tracing import SpanCollector
-from worker.backends.memory import InMemoryBackend
-from worker.co_retrieval.affinity import InMemoryAffinity
-from worker.pipeline.classify import Classification, QueryType
-from worker.pipeline.fusion import assign_weights, cap, fuse, shift_weights
-from worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.co_retrieval.affinity import InMemoryAffinity
+from ferret.worker.pipeline.classify import Classification, QueryType
+from ferret.worker.pipeline.fusion import assign_weights, cap, fuse, shift_weights
+from ferret.worker.pipeline.orchestrator import run_pipeline
 
 SEED = FusionSettings(weights=SEED_FUSION_WEIGHTS, seed_overrides=True)
 BOTH = ("lexical", "graph")

@@ -2,7 +2,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferret.records import Hit, Memory, Section, SubQueryOutcome
-from worker.pipeline.merge import merge_and_select
+from ferret.worker.pipeline.merge import merge_and_select
 
 
 def _hit(node_id, score, subtype=None):

@@ -4,10 +4,10 @@ from ferret.errors import BackendUnavailable
 from ferret.records import Filters, Hit, Memory
 from ferret.settings import PipelineSettings
 from ferret.tracing import SpanCollector
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.orchestrator import run_pipeline
 from tests.fakes.backends import ScriptedBackend
-from worker.backends.memory import InMemoryBackend
-from worker.pipeline.budget import Budget
-from worker.pipeline.orchestrator import run_pipeline
 
 SETTINGS = PipelineSettings()
 
@@ -88,7 +88,7 @@ def test_every_sub_query_failing_falls_back_to_one_plain_search():
 
 
 def test_unexpected_orchestration_failure_falls_back(monkeypatch):
-    import worker.pipeline.orchestrator as orchestrator
+    import ferret.worker.pipeline.orchestrator as orchestrator
 
     def broken(*args, **kwargs):
         raise KeyError("bug in merge")

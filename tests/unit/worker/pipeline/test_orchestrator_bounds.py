@@ -11,8 +11,8 @@ import pytest
 from ferret.errors import BackendUnavailable
 from ferret.records import Filters, Hit, Memory
 from ferret.settings import PipelineSettings
-from worker.pipeline.budget import Budget
-from worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.orchestrator import run_pipeline
 
 HANG_SECONDS = 3.0
 

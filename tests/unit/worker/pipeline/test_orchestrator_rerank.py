@@ -6,10 +6,10 @@ from ferret.errors import RerankFailed
 from ferret.records import Hit, Memory
 from ferret.settings import PipelineSettings, RerankSettings
 from ferret.tracing import SpanCollector
+from ferret.worker.pipeline.budget import Budget
+from ferret.worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.pipeline.rerank import Reranking
 from tests.fakes.backends import ScriptedBackend
-from worker.pipeline.budget import Budget
-from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.rerank import Reranking
 
 SETTINGS = PipelineSettings()
 COMPLEX = "Compare and analyze the difference between BTC, ETH, SOL and DOGE trends and why"

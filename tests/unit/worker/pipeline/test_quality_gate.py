@@ -1,6 +1,6 @@
 from ferret.records import Hit, Memory
-from worker.pipeline.classify import classify
-from worker.pipeline.quality_gate import is_weak, merge_by_id, reformulate
+from ferret.worker.pipeline.classify import classify
+from ferret.worker.pipeline.quality_gate import is_weak, merge_by_id, reformulate
 
 
 def _hit(node_id, score):

@@ -2,7 +2,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferret.records import Hit, Memory
-from worker.pipeline.replace import replace_weak
+from ferret.worker.pipeline.replace import replace_weak
 
 
 def _hit(node_id, score, sub_query=0, title=None):

@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from ferret.errors import RerankFailed
 from ferret.records import Hit, Memory
-from worker.pipeline.rerank import blend, build_messages, parse_scores, strip_thinking
+from ferret.worker.pipeline.rerank import blend, build_messages, parse_scores, strip_thinking
 
 
 def _hit(node_id, score, body=""):

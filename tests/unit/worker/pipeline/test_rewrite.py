@@ -1,7 +1,7 @@
 import pytest
 
 from ferret.contract import Turn
-from worker.pipeline.rewrite import rewrite
+from ferret.worker.pipeline.rewrite import rewrite
 
 
 def _turns(*texts, role="user"):

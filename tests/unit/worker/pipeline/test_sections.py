@@ -5,11 +5,11 @@ from pydantic import ValidationError
 
 from ferret.records import Memory, Section
 from ferret.settings import PipelineSettings, SectionSettings
-from worker.backends.memory import InMemoryBackend
-from worker.pipeline.formatting import format_context
-from worker.pipeline.orchestrator import run_pipeline
-from worker.pipeline.sections import DEFAULT_SECTIONS, sections_for
-from worker.results_builder import result_items
+from ferret.worker.backends.memory import InMemoryBackend
+from ferret.worker.pipeline.formatting import format_context
+from ferret.worker.pipeline.orchestrator import run_pipeline
+from ferret.worker.pipeline.sections import DEFAULT_SECTIONS, sections_for
+from ferret.worker.results_builder import result_items
 
 
 def _memory(memory_id, kind="concept", subtype=None, section=None, title="a note"):

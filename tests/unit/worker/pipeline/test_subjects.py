@@ -1,6 +1,6 @@
 from ferret.records import Hit, Memory, SubQueryOutcome
-from worker.pipeline.merge import merge_and_select
-from worker.pipeline.subjects import apply_subject_boost, named_in
+from ferret.worker.pipeline.merge import merge_and_select
+from ferret.worker.pipeline.subjects import apply_subject_boost, named_in
 
 
 def _turn(memory_id: str, body: str, title: str = "") -> Memory:

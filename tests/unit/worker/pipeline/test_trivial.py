@@ -1,7 +1,7 @@
 import pytest
 
 from ferret.settings import PipelineSettings
-from worker.pipeline.trivial import prepare
+from ferret.worker.pipeline.trivial import prepare
 
 WORDS = PipelineSettings().trivial_messages
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from worker.semantic.vectors import VectorIndex, unit_rows
+from ferret.worker.semantic.vectors import VectorIndex, unit_rows
 
 
 def test_nearest_by_cosine_best_first_clipped_to_zero_one():

@@ -1,0 +1,77 @@
+"""Helpers shared by the benchmarks: percentiles, a private redis-server."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+
+from ferret.ingest import parse_memory_lines
+from ferret.records import Memory
+from ferret.redis_plumbing.embedded_redis import EmbeddedRedis
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary_ms(seconds: list[float]) -> dict[str, float]:
+    ms = [s * 1000 for s in seconds]
+    return {"p50_ms": round(statistics.median(ms), 3), "p95_ms": round(percentile(ms, 95), 3),
+            "p99_ms": round(percentile(ms, 99), 3), "n": len(ms)}
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time, its threads included (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def private_redis(directory: Path) -> EmbeddedRedis:
+    """A throwaway redis-server on a unix socket in ``directory``."""
+    return EmbeddedRedis(directory).start()
+
+
+def sample_memories() -> list[Memory]:
+    text = resources.files("ferret.data").joinpath("sample_memories.jsonl").read_text()
+    memories, _ = parse_memory_lines(text.splitlines())
+    return memories
+
+
+STOP_SECONDS = 30  # a worker's warm shut-down finishes the job in hand first
+
+
+def wait_or_kill(process: subprocess.Popen[bytes], seconds: float, what: str) -> None:
+    """Wait for a worker process; a stuck one is killed and fails the bench instead of hanging it."""
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise RuntimeError(f"{what} within {seconds:g} s (pid {process.pid}); killed") from None
+
+
+def stop_processes(processes: Iterable[subprocess.Popen[bytes]], seconds: float = 10) -> None:
+    """SIGTERM every process still running, then wait for each (killed past ``seconds``)."""
+    processes = list(processes)
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def write_json(path: Path | None, data: object) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2))

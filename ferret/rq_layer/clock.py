@@ -1,0 +1,49 @@
+"""RQ's own timestamps, on Redis's clock.
+
+RQ stamps what it writes with the host's clock (``rq.utils.now``): a job's
+created, enqueued, started and ended times, its heartbeats, and the scores
+of its registries (a started job's expiry, how long a finished or failed job
+is listed, a scheduled job's time), which other hosts' workers then compare
+with their own clocks. RQ has no setting for its clock, so ``use_clock``
+points RQ's ``now`` (and with it ``current_timestamp``, which reads it) at
+the process's ``ferret.redis_plumbing.clock`` clock: every RQ module that imported it gets
+the clock's version. Only a Ferret worker process calls it, at start-up (the
+process is Ferret's own); a second call moves RQ to that clock. A producer or
+a client never does: an application that uses RQ for its own jobs keeps RQ's
+clock, and Ferret's jobs carry Redis's time in their enqueue stamps instead
+(``producer_side.EnqueueCommands``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from collections.abc import Callable
+
+import rq.utils
+
+from ferret.redis_plumbing.clock import Clock
+
+_HOST_NOW: Callable[[], datetime.datetime] = rq.utils.now
+_current: list[Callable[[], datetime.datetime]] = [_HOST_NOW]  # what RQ's modules hold now
+
+
+def use_clock(clock: Clock) -> None:
+    """From now on RQ's ``now()`` in this process reads ``clock``."""
+
+    def now() -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(clock.time(), tz=datetime.UTC)
+
+    # Every RQ module holds the host's now or the current one (a module imported since the last
+    # call took rq.utils.now, the current one), so only those two are replaced, and no earlier
+    # clock (and the Redis client in it) is kept alive.
+    replaced = {_HOST_NOW, _current[0]}
+    for name, module in list(sys.modules.items()):
+        if (name == "rq" or name.startswith("rq.")) and getattr(module, "now", None) in replaced:
+            module.now = now  # type: ignore[attr-defined]
+    _current[0] = now
+
+
+def rq_now() -> datetime.datetime:
+    """What RQ takes for now, in this process."""
+    return rq.utils.now()

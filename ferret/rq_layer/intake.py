@@ -1,0 +1,289 @@
+"""What a worker takes off Ferret's queues: Ferret jobs, and nothing else.
+
+Everything in Redis is untrusted. RQ imports and calls whatever function a
+job hash names (JSON stops pickle, not that), and one malformed queue entry
+(an id RQ refuses, a hash it cannot read, bytes that are not UTF-8) raises
+out of RQ's dequeue and ends the worker. So Ferret's queue class reads each
+entry itself and hands RQ only a job that is Ferret's own: its function is
+``JOB_FUNCTION``, it takes one payload object, it names no callbacks and no
+instance, and it belongs to the queue it came from. Every other entry is
+refused before anything is imported: the worker's ``on_refused`` hook is
+told (it writes a ``failed`` result for an entry with a Ferret job id and
+counts it) and the worker goes on to the next entry.
+
+Checks on the payload itself (its shape, and that its id is the one its
+namespace and request id give) are the job core's (``ferret.worker.core.run``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from redis import Redis
+from redis.commands.core import Script
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from rq.exceptions import NoSuchJobError, StopRequested
+from rq.intermediate_queue import IntermediateQueue
+from rq.job import JOB_ID_PATTERN, Job, JobStatus, parse_job_id
+from rq.queue import Queue
+from rq.registry import FailedJobRegistry
+from rq.results import Result
+from rq.utils import get_version
+
+from ferret.contract import FORMER_JOB_FUNCTIONS, JOB_FUNCTION
+from ferret.rq_layer.bookkeeping import LeanQueue
+from ferret.rq_layer.bounded_job import JobDataTooLarge
+
+logger = logging.getLogger(__name__)
+
+_SHOWN_ID_CHARS = 80
+
+# Redis's own trouble is not the entry's fault: let the worker's retry loop see it.
+REDIS_FAULTS = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError)
+# Nor is a stop: RQ's signal handler raises StopRequested wherever an idle worker is (reading an entry
+# too), and it must stop the worker, never end the job it was reading.
+NOT_THE_ENTRY = (*REDIS_FAULTS, StopRequested)
+
+
+def _stop_inside(exc: BaseException) -> StopRequested | None:
+    """The stop an exception carries (RQ wraps what deserialising raises in DeserializationError)."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        if isinstance(seen, StopRequested):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One queue entry the worker will not run."""
+
+    reason: str  # one of REFUSAL_REASONS
+    message: str
+    queue: str
+    job_id: str | None  # None when the entry is not a usable job id
+    job: Job | None = None  # the job hash, when it could be read
+
+    def shown_id(self, raw: bytes | str | None = None) -> str:
+        return repr(self.job_id if self.job_id is not None else raw)[:_SHOWN_ID_CHARS]
+
+
+def registry_entry_id(entry: Any) -> bytes:
+    """The job id part of a started-registry entry (``job_id`` or ``job_id:execution_id``), as bytes."""
+    raw = entry if isinstance(entry, bytes) else str(entry).encode()
+    return raw.split(b":", 1)[0]
+
+
+def _readable_id(raw: bytes) -> str | None:
+    """The entry as RQ would take it, or None when RQ would raise on it."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if JOB_ID_PATTERN.fullmatch(text) else None
+
+
+def refusal_of(job: Job, queue: str) -> Refusal | None:
+    """Why ``job`` is not a Ferret job RQ may run, or None when it is one.
+
+    Reads only what the hash holds (JSON); imports nothing."""
+    def refused(reason: str, message: str) -> Refusal:
+        return Refusal(reason, message, queue, job.id, job)
+
+    try:
+        func_name, instance, args, kwargs = job.func_name, job.instance, job.args, job.kwargs
+    except Exception as exc:  # the data is not JSON, not UTF-8, or not RQ's four fields
+        if (stop := _stop_inside(exc)) is not None:
+            raise stop from None
+        return refused("malformed_job", f"job data cannot be read ({type(exc).__name__})")
+    if (func_name != JOB_FUNCTION and func_name not in FORMER_JOB_FUNCTIONS) or instance is not None:
+        shown = func_name if isinstance(func_name, str) else type(func_name).__name__
+        return refused("not_ferret_job", f"not a Ferret job (function {shown[:100]!r})")
+    callbacks = (job._success_callback_name, job._failure_callback_name, job._stopped_callback_name)
+    if any(callbacks):
+        return refused("not_ferret_job", "not a Ferret job (it names RQ callbacks, which Ferret never sets)")
+    if kwargs or not isinstance(args, (list, tuple)) or len(args) != 1 or not isinstance(args[0], dict):
+        return refused("bad_arguments", "a Ferret job takes exactly one payload object and no keyword arguments")
+    if job.origin != queue:
+        return refused("malformed_job", f"job says it belongs to queue {job.origin[:60]!r}, found on {queue!r}")
+    return None
+
+
+# The first queue entry and its job hash in one round trip (``GuardedDequeue.one_trip``): KEYS are the
+# queues in order; ARGV[1] the intermediate queue when there is one queue (RQ moves the entry there, as
+# RQ's own LMOVE does), else ""; ARGV[2] the job-hash key prefix. An entry whose key is not a hash is
+# popped all the same and answered with false for its hash (refused as malformed, as a failed read is).
+_TAKE = """
+for _, queue in ipairs(KEYS) do
+  local entry
+  if ARGV[1] ~= '' then
+    entry = redis.call('LMOVE', queue, ARGV[1], 'LEFT', 'RIGHT')
+  else
+    entry = redis.call('LPOP', queue)
+  end
+  if entry then
+    local hash = redis.pcall('HGETALL', ARGV[2] .. entry)
+    if type(hash) == 'table' and hash.err then
+      return {queue, entry, false}
+    end
+    return {queue, entry, hash}
+  end
+end
+return false
+"""
+
+
+class GuardedDequeue:
+    """Mixin for an RQ queue class (put it first): only Ferret jobs come out.
+
+    ``on_refused`` is set per worker (see ``guarded_queue_class``); it must
+    not raise, and is called for every entry that is not run. With
+    ``one_trip`` (the lean layer), a waiting entry and its job hash are read
+    in one round trip (one Lua call) instead of RQ's pop and then its read;
+    when the queues are empty the worker blocks as RQ does."""
+
+    on_refused: Callable[[Refusal], None] = staticmethod(lambda refusal: None)  # type: ignore[assignment]
+    one_trip: bool = False
+
+    @classmethod
+    def dequeue_any(cls: Any, queues: Iterable[Queue], timeout: int | None, connection: Redis,
+                    job_class: type[Job] | None = None, serializer: Any = None,
+                    death_penalty_class: Any = None) -> tuple[Job, Queue] | None:
+        """RQ's dequeue, reading each entry as untrusted input (see the module)."""
+        queues = list(queues)
+        job_cls = job_class or cls.job_class
+        while True:
+            keys = [q.key for q in queues]
+            single = len(keys) == 1 and get_version(connection) >= (6, 2, 0)
+            taken = _take(connection, keys, single) if cls.one_trip else None
+            if taken is not None:
+                queue_key, raw, stored = taken
+            else:
+                if cls.one_trip and timeout is None:  # not blocking, and the queues were empty just now
+                    return None
+                popped = (cls.lmove(connection, keys[0], timeout) if single
+                          else cls.lpop(keys, timeout, connection=connection))
+                if popped is None:
+                    return None
+                (queue_key, raw), stored = popped, None
+            queue_key = queue_key.decode() if isinstance(queue_key, bytes) else queue_key
+            queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
+                                       serializer=serializer, death_penalty_class=death_penalty_class)
+            raw = raw if isinstance(raw, bytes) else str(raw).encode()
+            try:
+                job, refusal = take_entry(job_cls, raw, queue, connection, serializer, stored)
+            except StopRequested:  # the worker stops while reading the entry: it goes back, untouched
+                _put_back(connection, queue, raw)
+                raise
+            if job is not None:
+                return job, queue
+            if refusal is not None:
+                connection.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]  # lmove put it there
+                logger.warning("queue %s: refused entry %s: %s", queue.name, refusal.shown_id(raw), refusal.message)
+                _notify(cls.on_refused, refusal)
+
+
+StoredHash = dict[bytes, bytes] | Exception  # a job hash read with its entry, or why it could not be
+_take_script: Script | None = None
+
+
+def _take(connection: Redis, queue_keys: list[str], single: bool) -> tuple[Any, Any, StoredHash] | None:
+    """The first waiting entry of ``queue_keys`` (its queue's key and the entry, as Redis gave them)
+    and its job hash, in one round trip; None when every queue is empty."""
+    global _take_script
+    if _take_script is None:
+        _take_script = connection.register_script(_TAKE)  # EVALSHA, the script loaded on first use
+    intermediate = IntermediateQueue.get_intermediate_queue_key(queue_keys[0]) if single else ""
+    found = _take_script(keys=queue_keys, args=[intermediate, Job.redis_job_namespace_prefix], client=connection)
+    if not found:
+        return None
+    queue_key, raw, fields = found
+    if not isinstance(fields, list):  # Lua's false: the entry's key holds another type
+        return queue_key, raw, ValueError("the entry's job key is not a hash")
+    return queue_key, raw, dict(zip(fields[::2], fields[1::2], strict=True))
+
+
+def _put_back(connection: Redis, queue: Queue, raw: bytes) -> None:
+    """An entry taken off ``queue`` (into its intermediate queue) back to the front, for the next worker."""
+    with connection.pipeline() as pipe:
+        pipe.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]
+        pipe.lpush(queue.key, raw)
+        pipe.execute()
+    logger.warning("queue %s: stopped while reading entry %s; put back", queue.name, raw[:_SHOWN_ID_CHARS])
+
+
+def take_entry(job_cls: type[Job], raw: bytes | str, queue: Queue, connection: Redis,
+               serializer: Any, stored: StoredHash | None = None) -> tuple[Job | None, Refusal | None]:
+    """The Ferret job a queue or registry entry names, or why it is refused; ``stored``: its job hash,
+    when it was read with the entry (else it is read here)."""
+    job_id = _readable_id(raw if isinstance(raw, bytes) else raw.encode())
+    if job_id is None:
+        return None, Refusal("bad_id", "not a valid RQ job id", queue.name, None)
+    try:
+        job = job_cls.fetch(job_id, connection=connection, serializer=serializer) if stored is None \
+            else _restored(job_cls, job_id, connection, serializer, stored)
+    except NoSuchJobError as exc:
+        missing = "has no job hash" if "Unexpected job format" not in str(exc) else "job hash has no data"
+        return None, Refusal("no_job_hash", missing, queue.name, job_id)
+    except NOT_THE_ENTRY:
+        raise
+    except JobDataTooLarge as exc:  # a zlib bomb, stopped at the cap (ferret.rq_layer.bounded_job)
+        return None, Refusal("data_too_large", str(exc), queue.name, job_id)
+    except Exception as exc:  # a field RQ cannot parse (a date, a status, a number, bytes)
+        if (stop := _stop_inside(exc)) is not None:
+            raise stop from None
+        return None, Refusal("malformed_job", f"job hash cannot be read ({type(exc).__name__})", queue.name, job_id)
+    refusal = refusal_of(job, queue.name)
+    if refusal is not None:
+        return None, refusal
+    if job.func_name in FORMER_JOB_FUNCTIONS:
+        job._func_name = JOB_FUNCTION  # an older producer's name for it: RQ imports the function by this one
+    return job, None
+
+
+def _restored(job_cls: type[Job], job_id: str, connection: Redis, serializer: Any, stored: StoredHash) -> Job:
+    """``Job.fetch`` from a hash already read: the same job, the same errors."""
+    if isinstance(stored, Exception):
+        raise stored
+    job = job_cls(parse_job_id(job_id), connection=connection, serializer=serializer)
+    if not stored:
+        raise NoSuchJobError(f"No such job: {job.key}")
+    job.restore(stored)
+    return job
+
+
+def _notify(hook: Callable[[Refusal], None], refusal: Refusal) -> None:
+    try:
+        hook(refusal)
+    except NOT_THE_ENTRY:
+        raise
+    except Exception:  # an observer must not stop the worker
+        logger.exception("queue %s: handling a refused entry failed", refusal.queue)
+
+
+def guarded_queue_class(on_refused: Callable[[Refusal], None], lean: bool = True) -> type[Queue]:
+    """Ferret's queue class for one worker: refusals go to ``on_refused``; over
+    ``LeanQueue`` (no dependents look-up, see ``bookkeeping``) or RQ's own ``Queue``."""
+    base = LeanQueue if lean else Queue
+    return type("GuardedQueue", (GuardedDequeue, base), {"on_refused": staticmethod(on_refused), "one_trip": lean})
+
+
+def mark_failed(job: Job, queue: Queue, message: str, worker_name: str = "") -> None:
+    """End a refused job as RQ's ``failed`` (failed registry and a failure
+    result carrying ``message``) without running anything it names: no
+    callbacks (``refusal_of`` refused those) and nothing imported."""
+    job._success_callback_name = job._failure_callback_name = job._stopped_callback_name = None
+    job._status = JobStatus.FAILED
+    with queue.connection.pipeline() as pipe:
+        FailedJobRegistry(queue=queue, serializer=queue.serializer).add(job, ttl=job.failure_ttl, exc_string=message,
+                                                                         pipeline=pipe)
+        Result.create_failure(job, job.failure_ttl, exc_string=message, worker_name=worker_name, pipeline=pipe)
+        pipe.execute()

@@ -1,0 +1,43 @@
+"""Plain RQ, for the service benchmark to compare Ferret against: a no-op job
+on a queue of its own, served by RQ's stock ``SimpleWorker``."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+
+import redis
+from rq import Queue
+from rq.job import Job
+from rq.serializers import JSONSerializer
+
+NOOP = "ferret.bench.noop.noop"
+QUEUE = "raw"
+_WORKER = ("import sys, redis; from rq import SimpleWorker, Queue; from rq.serializers import JSONSerializer;"
+           "c = redis.Redis.from_url(sys.argv[1]); SimpleWorker([Queue('raw', connection=c, "
+           "serializer=JSONSerializer)], connection=c, serializer=JSONSerializer)"
+           ".work(burst=sys.argv[2] == '1', logging_level='WARNING')")
+
+
+def worker_command(url: str, burst: bool) -> list[str]:
+    """The command line of a stock RQ worker serving the raw queue."""
+    return [sys.executable, "-c", _WORKER, url, "1" if burst else "0"]
+
+
+class RawQueue:
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self.queue = Queue(QUEUE, connection=client, serializer=JSONSerializer)
+
+    def enqueue_noop(self, number: int) -> str:
+        return self.queue.enqueue_call(NOOP, args=({"i": number},), result_ttl=600).id
+
+    def spans(self, job_ids: list[str]) -> tuple[list[datetime], list[datetime]]:
+        """When each finished job started and ended."""
+        jobs = [j for j in Job.fetch_many(job_ids, connection=self.client, serializer=JSONSerializer) if j]
+        return [j.started_at for j in jobs if j.started_at], [j.ended_at for j in jobs if j.ended_at]
+
+    def wait(self, job_id: str, timeout: float) -> bool:
+        """Whether the job has a result within ``timeout`` seconds."""
+        job = Job.fetch(job_id, connection=self.client, serializer=JSONSerializer)
+        return job.latest_result(timeout=int(timeout)) is not None

@@ -1,0 +1,120 @@
+"""Jobs whose worker died: re-run them or end them ``failed``, visibly.
+
+RQ notices an abandoned job only when its registry entry expires and a
+maintenance pass runs (minutes, by default). Ferret workers check every
+``reaper_interval_seconds`` instead: a started job whose worker has stopped
+heart-beating (its key expired) or whose deadline (+ grace) has passed
+without a result is either put back on its queue (time left and fewer than
+``max_reruns`` re-runs: at-least-once) or given a ``failed`` result saying
+the worker was lost. One worker at a time does this, under a short lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rq import Queue
+from rq.job import Job
+from rq.registry import StartedJobRegistry
+from rq.serializers import JSONSerializer
+
+from ferret.contract import RetrievalResult
+from ferret.envelope import deadline_of
+from ferret.rq_layer.intake import NOT_THE_ENTRY, Refusal, registry_entry_id, take_entry
+from ferret.rq_layer.key_types import is_wrong_type, set_aside_wrong_types
+from ferret.rq_layer.maintenance import rescue_stranded
+from ferret.worker.core.resources import WorkerResources
+from ferret.worker.core.results import lost_result
+
+STRANDED_GRACE_SECONDS = 10.0  # a live worker starts a job it took within milliseconds
+logger = logging.getLogger(__name__)
+
+LOCK_KEY = "ferret:reaper:lock"
+RERUNS = "ferret_reruns"
+
+
+def _worker_alive(ctx: WorkerResources, job: Job) -> bool:
+    """A job not yet stamped with its worker is just starting: count it alive."""
+    return not job.worker_name or bool(ctx.client.exists(f"rq:worker:{job.worker_name}"))
+
+
+def reap(ctx: WorkerResources, queues: Sequence[Queue], now: float | None = None,
+         on_refused: Callable[[Refusal], None] = lambda refusal: None) -> list[RetrievalResult]:
+    """One pass; returns the ``failed`` results it wrote (re-runs are only logged).
+
+    Registry entries are untrusted like queue entries: one that names no
+    Ferret job is removed and handed to ``on_refused``, never re-queued, and a
+    failure on one entry does not stop the pass."""
+    lock_ms = max(500, int(ctx.settings.service.reaper_interval_seconds * 900))
+    if not ctx.client.set(LOCK_KEY, ctx.name, nx=True, px=lock_ms):
+        return []
+    now = ctx.now() if now is None else now
+    written: list[RetrievalResult] = []
+    for queue in queues:
+        try:
+            written.extend(_reap_queue(ctx, queue, now, on_refused))
+        except NOT_THE_ENTRY:
+            raise
+        except Exception as exc:
+            if not (is_wrong_type(exc) and set_aside_wrong_types(queue)):  # said once, and repaired
+                logger.exception("reaper: queue %s failed", queue.name)
+    return written
+
+
+def _reap_queue(ctx: WorkerResources, queue: Queue, now: float,
+                on_refused: Callable[[Refusal], None]) -> list[RetrievalResult]:
+    written: list[RetrievalResult] = []
+    registry = StartedJobRegistry(queue=queue, serializer=JSONSerializer)
+    for raw in ctx.client.zrange(registry.key, 0, -1):
+        try:
+            result = _reap_entry(ctx, queue, registry, raw, now, on_refused)
+        except NOT_THE_ENTRY:
+            raise
+        except Exception:
+            logger.exception("reaper: entry %r of %s failed", raw[:80], registry.key)
+            continue
+        if result is not None:
+            written.append(result)
+    try:  # jobs taken off the queue but never started (their worker stopped in between)
+        written.extend(rescue_stranded(queue, ctx, on_refused, now, STRANDED_GRACE_SECONDS))
+    except NOT_THE_ENTRY:
+        raise
+    except Exception as exc:
+        if is_wrong_type(exc):
+            raise
+        logger.exception("reaper: the intermediate queue of %s failed", queue.name)
+    return written
+
+
+def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry, raw: Any, now: float,
+                on_refused: Callable[[Refusal], None]) -> RetrievalResult | None:
+    """Judge one started-registry entry (``job_id`` or ``job_id:execution_id``)."""
+    job_id = registry_entry_id(raw)
+    if ctx.results.exists(job_id.decode(errors="replace")):
+        ctx.client.zrem(registry.key, raw)  # finished: an entry left behind (RQ's own is gone with its success)
+        return None
+    job, refusal = take_entry(queue.job_class, job_id, queue, ctx.client, JSONSerializer)
+    if job is None:
+        ctx.client.zrem(registry.key, raw)
+        if refusal is not None and refusal.reason != "no_job_hash":
+            on_refused(refusal)
+        return None
+    deadline = deadline_of(job.args[0])
+    grace = ctx.settings.service.hard_timeout_grace_seconds
+    overdue = deadline is None or now > deadline + grace + 1
+    if _worker_alive(ctx, job) and not overdue:
+        return None
+    ctx.client.zrem(registry.key, raw)
+    reruns = job.meta.get(RERUNS, 0)
+    reruns = int(reruns) if isinstance(reruns, int) else 0  # meta is untrusted too
+    if not overdue and reruns < ctx.settings.service.max_reruns:
+        job.meta[RERUNS] = reruns + 1
+        job.save_meta()
+        queue.enqueue_job(job, at_front=True)
+        logger.warning("job=%s worker %s lost; re-running it", job.id, job.worker_name)
+        return None
+    reason = "worker lost while running the job" + (" (deadline passed)" if overdue else "")
+    logger.warning("job=%s worker %s lost; ended failed", job.id, job.worker_name)
+    return lost_result(ctx, job.args[0], job.id, queue.name, reason)
