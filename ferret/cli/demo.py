@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ferret.cli import exit_codes
 from ferret.cli.options import settings_of
 
 if TYPE_CHECKING:
@@ -85,12 +86,16 @@ def _scrape(ports: list[int]) -> dict[str, float]:
     return totals
 
 
-def _await_workers(client, count: int, timeout: float = 30.0) -> None:
-    """Wait until ``count`` workers have registered, so timings exclude start-up."""
+def _await_workers(client, processes: list[subprocess.Popen[bytes]], timeout: float = 60.0) -> None:
+    """Wait until every worker has registered, so timings exclude start-up; a worker that exits first ends
+    the demo (its own error is above, on standard error)."""
     from ferret.rq_layer.producer_side import workers_up
 
     deadline = time.monotonic() + timeout
-    while workers_up(client) < count and time.monotonic() < deadline:
+    while workers_up(client) < len(processes) and time.monotonic() < deadline:
+        if (ended := next((p for p in processes if p.poll() is not None), None)) is not None:
+            raise click.ClickException(f"a worker exited with status {ended.returncode} before it started "
+                                       "(its error is above)")
         time.sleep(0.05)
 
 
@@ -124,6 +129,7 @@ def demo(ctx: click.Context, workers: int, sample: str) -> None:
     with tempfile.TemporaryDirectory(prefix="ferret-demo-") as home:
         server = EmbeddedRedis(home).start()
         processes: list[subprocess.Popen[bytes]] = []
+        results: list[RetrievalResult | None] = []
         try:
             client = client_for(server.url)
             memories, _ = parse_memory_lines(corpus.splitlines())
@@ -131,7 +137,7 @@ def demo(ctx: click.Context, workers: int, sample: str) -> None:
             click.echo(f"redis: embedded at {server.url}; loaded {len(memories)} {corpus_name}")
             ports = [_free_port() for _ in range(workers)]
             processes = _start_workers(server.url, ports)
-            _await_workers(client, workers)
+            _await_workers(client, processes)
             producer = Producer(client, settings)
             started = time.monotonic()
             handles = [producer.enqueue({"query": q, "namespace": NAMESPACE, "queue": queue})
@@ -146,6 +152,8 @@ def demo(ctx: click.Context, workers: int, sample: str) -> None:
             _stop(processes)
             server.stop()
     click.echo("\nstopped the workers and the embedded Redis.")
+    if any(r is None for r in results):
+        ctx.exit(exit_codes.NOT_YET)
 
 
 def _show_metrics(ports: list[int], results) -> None:
