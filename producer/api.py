@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from ferret.contract import RetrievalResult, parse_request
+from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
 from ferret.errors import InvalidMemory
 from ferret.ingest import parse_memory
 from ferret.producer.async_client import AsyncProducer
-from ferret.producer.client import JobHandle, JobState, Producer
-from ferret.producer.conversations import ConversationContext
+from ferret.producer.client import JobHandle, Producer
 from ferret.records import Memory
 from ferret.redis_plumbing.async_redis import async_client_for
 from ferret.redis_plumbing.embedded_redis import redis_url_for
@@ -66,48 +65,26 @@ def as_memories(items: Iterable[MemoryLike]) -> list[Memory]:
     return memories
 
 
-class Client:
-    """Enqueue, wait, read results and traces, write and delete memories.
+class Client(Producer):
+    """Enqueue, wait, read results and traces (``Producer``'s own methods), write and delete memories.
 
     ``Client`` holds one Redis connection pool; close it (or use ``with``)."""
 
     def __init__(self, settings: Settings, client: redis.Redis) -> None:
-        self.settings = settings
+        super().__init__(client, settings)
         self.redis = client
-        self.producer = Producer(client, settings)
 
     # -- requests ---------------------------------------------------------------------------
-    def enqueue(self, request: Mapping[str, Any] | None = None, /, **fields: Any) -> JobHandle:
+    def enqueue(self, request: Mapping[str, Any] | RetrievalRequest | None = None, /, **fields: Any) -> JobHandle:
         """Validate and enqueue a request (a dict, or its fields as keywords); its handle."""
-        return self.producer.enqueue({**(request or {}), **fields})
-
-    def wait(self, job: JobHandle | str, timeout: float = 30.0) -> RetrievalResult:
-        """The job's final result; ``ResultTimeout`` past ``timeout`` seconds."""
-        return self.producer.wait(job, timeout)
+        if isinstance(request, RetrievalRequest) and not fields:
+            return super().enqueue(request)
+        given = request.model_dump() if isinstance(request, RetrievalRequest) else dict(request or {})
+        return super().enqueue({**given, **fields})
 
     def query(self, query: str, namespace: str, timeout: float = 30.0, **fields: Any) -> RetrievalResult:
         """Enqueue and wait, in one call."""
         return self.wait(self.enqueue(query=query, namespace=namespace, **fields), timeout)
-
-    def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
-        """Prefetch context for a conversation's next turn; an older prefetch of it still queued
-        is superseded (ends ``expired``, ``stats.superseded_by``, never runs)."""
-        return self.producer.prefetch(namespace, conversation, query, **fields)
-
-    def context_for(self, namespace: str, conversation: str) -> ConversationContext | None:
-        """The conversation's freshest finished prefetch (``.context``, ``.age_seconds``, ``.stale``:
-        memories were written since it was enqueued), or None."""
-        return self.producer.context_for(namespace, conversation)
-
-    def result(self, job: JobHandle | str) -> RetrievalResult | None:
-        """The final result if there is one yet, else None."""
-        return self.producer.result(job)
-
-    def status(self, job: JobHandle | str) -> JobState:
-        return self.producer.status(job)
-
-    def trace(self, job: JobHandle | str) -> dict[str, Any]:
-        return self.producer.trace(job)
 
     # -- memories ---------------------------------------------------------------------------
     def remember(self, namespace: str, memories: Iterable[MemoryLike]) -> int:
@@ -145,7 +122,7 @@ class Client:
         self.close()
 
 
-class AsyncClient:
+class AsyncClient(AsyncProducer):
     """``Client``'s methods as coroutines, on ``redis.asyncio``: waiting never blocks the loop,
     and a thousand waiters share one connection (``ferret.producer.async_client``).
 
@@ -153,36 +130,20 @@ class AsyncClient:
     backend's store, or Nous over HTTP) in a worker thread, one call at a time per call made."""
 
     def __init__(self, settings: Settings, url: str) -> None:
-        self.settings = settings
-        self.url = url
         store_url = separate_store_url(settings)
-        self.producer = AsyncProducer(async_client_for(url), settings,
-                                      async_client_for(store_url) if store_url else None)
+        super().__init__(async_client_for(url), settings, async_client_for(store_url) if store_url else None)
+        self.url = url
         self._sync: Client | None = None
 
-    async def enqueue(self, request: Mapping[str, Any] | None = None, /, **fields: Any) -> JobHandle:
-        return await self.producer.enqueue({**(request or {}), **fields})
-
-    async def wait(self, job: JobHandle | str, timeout: float = 30.0) -> RetrievalResult:
-        return await self.producer.wait(job, timeout)
+    async def enqueue(self, request: Mapping[str, Any] | RetrievalRequest | None = None, /,
+                      **fields: Any) -> JobHandle:
+        if isinstance(request, RetrievalRequest) and not fields:
+            return await super().enqueue(request)
+        given = request.model_dump() if isinstance(request, RetrievalRequest) else dict(request or {})
+        return await super().enqueue({**given, **fields})
 
     async def query(self, query: str, namespace: str, timeout: float = 30.0, **fields: Any) -> RetrievalResult:
         return await self.wait(await self.enqueue(query=query, namespace=namespace, **fields), timeout)
-
-    async def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
-        return await self.producer.prefetch(namespace, conversation, query, **fields)
-
-    async def context_for(self, namespace: str, conversation: str) -> ConversationContext | None:
-        return await self.producer.context_for(namespace, conversation)
-
-    async def result(self, job: JobHandle | str) -> RetrievalResult | None:
-        return await self.producer.result(job)
-
-    async def status(self, job: JobHandle | str) -> JobState:
-        return await self.producer.status(job)
-
-    async def trace(self, job: JobHandle | str) -> dict[str, Any]:
-        return await self.producer.trace(job)
 
     async def remember(self, namespace: str, memories: Iterable[MemoryLike]) -> int:
         checked = as_memories(memories)  # checked here, on the loop: a bad memory fails at once
@@ -197,7 +158,7 @@ class AsyncClient:
         return self._sync
 
     async def close(self) -> None:
-        await self.producer.close()
+        await super().close()
         if self._sync is not None:
             self._sync.close()
 

@@ -16,13 +16,13 @@ import contextlib
 import logging
 from typing import Any, TypeVar
 
-import redis
 import redis.asyncio as aredis
 
 from ferret.contract import RetrievalRequest, RetrievalResult
 from ferret.producer.conversations import ConversationContext, ConversationRules
 from ferret.producer.done_hub import DoneHub
-from ferret.producer.rules import JobHandle, JobState, ProducerRules, RedisAway, check_owner, job_id_of
+from ferret.producer.rules import JobHandle, JobState, ProducerRules, job_id_of
+from ferret.producer.waiting import AWAY_ERRORS, Action, AwaitResult, RunRule, waiting
 from ferret.results import WAIT_SLICE_SECONDS
 from ferret.settings import Settings
 from ferret.steps import Step
@@ -71,42 +71,43 @@ class AsyncProducer:
     async def trace(self, job: JobHandle | str) -> dict[str, Any]:
         return await self.run(self.rules.trace(job))
 
-    async def wait(self, job: JobHandle | str, timeout: float) -> RetrievalResult:
+    async def wait(self, job: JobHandle | str, timeout: float = 30.0) -> RetrievalResult:
         """The final result, awaited until it exists; ``ResultTimeout`` once ``timeout`` passes.
         Redis out of reach is waited out within ``timeout`` (``RedisUnreachable`` if it still is)."""
-        job_id = job_id_of(job)
-        check = self.settings.redis.failover_check_seconds
-        watch = isinstance(job, JobHandle) and job.request is not None and check > 0
-        loop = asyncio.get_running_loop()
-        until = loop.time() + timeout
-        away = RedisAway(job_id)
-        found: RetrievalResult | None = None
-        async with self.hub.watch(job_id) as announced:
+        policy = waiting(self.rules, job, timeout, self.settings.redis.failover_check_seconds)
+        reply: Any = None
+        error: BaseException | None = None
+        async with self.hub.watch(job_id_of(job)) as announced:
             while True:
                 try:
-                    announced.clear()
-                    found = await self.run(self.rules.result(job_id))
-                    left = until - loop.time()
-                    if found is None and left > 0:
-                        woken = await _woken(announced, min(left, check if watch else WAIT_SLICE_SECONDS))
-                        if not woken and watch and left > check:
-                            assert isinstance(job, JobHandle)
-                            if await self.run(self.rules.lost(job)):
-                                await self.run(self.rules.enqueue_again(job))
-                except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-                    away.failed(exc)
-                    await asyncio.sleep(min(1.0, max(0.0, until - loop.time())))
-                else:
-                    away.answered()
-                if found is not None or until - loop.time() <= 0:
-                    break
-        if found is None and (unreachable := away.unreachable(timeout)) is not None:
-            raise unreachable
-        if found is None:
-            raise await self.run(self.rules.timed_out(job, timeout))
-        if isinstance(job, JobHandle):
-            check_owner(found, job)
-        return found
+                    action = policy.throw(error) if error is not None else policy.send(reply)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+                reply, error = None, None
+                try:
+                    reply = await self._do(action, announced)
+                except AWAY_ERRORS as exc:
+                    error = exc
+
+    async def _do(self, action: Action, announced: asyncio.Event) -> Any:
+        if isinstance(action, AwaitResult):
+            return await self._await_result(action, announced)
+        if isinstance(action, RunRule):
+            return await self.run(action.step)
+        await asyncio.sleep(action.seconds)
+        return None
+
+    async def _await_result(self, action: AwaitResult, announced: asyncio.Event) -> RetrievalResult | None:
+        """The result, read when announced (``DoneHub``) or at each slice of ``action.seconds``."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + action.seconds
+        while True:
+            announced.clear()
+            found = await self.run(self.rules.result(action.job_id))
+            left = until - loop.time()
+            if found is not None or left <= 0:
+                return found
+            await _woken(announced, min(left, WAIT_SLICE_SECONDS))
 
     async def close(self) -> None:
         await self.hub.close()

@@ -16,7 +16,8 @@ import redis
 
 from ferret.contract import RetrievalRequest, RetrievalResult
 from ferret.producer.conversations import ConversationContext, ConversationRules
-from ferret.producer.rules import JobHandle, JobState, ProducerRules, RedisAway, check_owner, job_id_of
+from ferret.producer.rules import JobHandle, JobState, ProducerRules
+from ferret.producer.waiting import AWAY_ERRORS, Action, AwaitResult, RunRule, waiting
 from ferret.redis_plumbing.clock import RedisClock
 from ferret.redis_plumbing.replication import ReplicaWait
 from ferret.redis_plumbing.store_conn import store_client
@@ -81,38 +82,31 @@ class Producer:
         """How many workers listen on ``queue`` now (0: a job there waits for one)."""
         return workers_serving(self.client, queue)
 
-    def wait(self, job: JobHandle | str, timeout: float) -> RetrievalResult:
+    def wait(self, job: JobHandle | str, timeout: float = 30.0) -> RetrievalResult:
         """The final result, blocking (no polling) until it exists; ResultTimeout
         (a TimeoutError, carrying RQ's state of the job) once ``timeout`` passes.
 
         Redis out of reach (past the client's own retries) is waited out within
         ``timeout``: said once when it starts and once when it ends; still out of
         reach when the time is up, ``RedisUnreachable``."""
-        job_id = job_id_of(job)
-        check = self.settings.redis.failover_check_seconds
-        watch = isinstance(job, JobHandle) and job.request is not None and check > 0
-        until = time.monotonic() + timeout
-        away = RedisAway(job_id)
-        found: RetrievalResult | None = None
+        policy = waiting(self.rules, job, timeout, self.settings.redis.failover_check_seconds)
+        reply: Any = None
+        error: BaseException | None = None
         while True:
-            left = max(0.0, until - time.monotonic())
             try:
-                found = self.results.wait(job_id, min(left, check) if watch else left)
-                if found is None and watch and left > check:
-                    assert isinstance(job, JobHandle)
-                    if self.run(self.rules.lost(job)):
-                        self.run(self.rules.enqueue_again(job))
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
-                away.failed(exc)
-                time.sleep(min(1.0, max(0.0, until - time.monotonic())))
-            else:
-                away.answered()
-            if found is not None or until - time.monotonic() <= 0:
-                break
-        if found is None and (unreachable := away.unreachable(timeout)) is not None:
-            raise unreachable
-        if found is None:
-            raise self.run(self.rules.timed_out(job, timeout))
-        if isinstance(job, JobHandle):
-            check_owner(found, job)
-        return found
+                action = policy.throw(error) if error is not None else policy.send(reply)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            reply, error = None, None
+            try:
+                reply = self._do(action)
+            except AWAY_ERRORS as exc:
+                error = exc
+
+    def _do(self, action: Action) -> Any:
+        if isinstance(action, AwaitResult):
+            return self.results.wait(action.job_id, action.seconds)
+        if isinstance(action, RunRule):
+            return self.run(action.step)
+        time.sleep(action.seconds)
+        return None

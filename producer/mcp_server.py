@@ -84,7 +84,7 @@ def build_server(namespace: str, client: Callable[[], AsyncClient]) -> MCPServer
             if deadline_seconds is not None:
                 request["deadline_seconds"] = deadline_seconds
             handle = await ferret.enqueue(request)
-            wait = (handle.deadline_at - await ferret.producer.clock.time()) if handle.deadline_at else 30.0
+            wait = (handle.deadline_at - await ferret.clock.time()) if handle.deadline_at else 30.0
             try:
                 return _context_answer(await ferret.wait(handle, max(1.0, wait) + WAIT_GRACE_SECONDS))
             except ResultTimeout as exc:

@@ -27,8 +27,12 @@ import logging
 import multiprocessing
 import time
 from multiprocessing.sharedctypes import Synchronized
+from typing import TYPE_CHECKING, Any
 
 import redis
+
+if TYPE_CHECKING:
+    import redis.asyncio as aredis
 
 logger = logging.getLogger(__name__)
 
@@ -37,39 +41,84 @@ MARK_KEY = "ferret:replication:mark"
 RETRY_AFTER_SECONDS = 5.0
 
 
-class ReplicaWait:
-    def __init__(self, client: redis.Redis, replicas: int, timeout_ms: int,
-                 shared: Synchronized[float] | None = None) -> None:
-        self.client = client
+class ReplicaPolicy:
+    """The rule of the replica wait, with no I/O: whether a write waits at all, the commands of the wait, and
+    what their replies make of it (the back-off after a short wait, the warning at most once a minute).
+    ``ReplicaWait`` (blocking) and ``AsyncReplicaWait`` (asyncio) only send the commands.
+
+    ``short_until``: monotonic time until which writes do not wait (the last wait fell short); in shared
+    memory, so a forked child's short wait is seen by its parent and the next child."""
+
+    def __init__(self, replicas: int, timeout_ms: int, short_until: Synchronized[float] | None = None) -> None:
         self.replicas = replicas
         self.timeout_ms = timeout_ms
+        self.short_until = short_until if short_until is not None else multiprocessing.Value("d", 0.0)
         self._warned_at = -WARN_EVERY_SECONDS
-        # Monotonic time until which writes do not wait (the last wait fell short); shared memory,
-        # so a forked child's short wait is seen by its parent and the next child.
-        self._short_until = shared if shared is not None else multiprocessing.Value("d", 0.0)
 
-    def for_client(self, client: redis.Redis) -> ReplicaWait:
-        """The same waits through ``client`` (a forked child's), sharing the state."""
-        return ReplicaWait(client, self.replicas, self.timeout_ms, self._short_until)
-
-    def __call__(self, what: str) -> bool:
-        """Wait until every write made before now is on enough replicas; False if it is not."""
+    def waits(self, monotonic: float) -> bool | None:
+        """None: send ``commands()`` and judge the replies; else the answer without a wait."""
         if self.replicas <= 0:
             return True
-        if time.monotonic() < self._short_until.value:
+        if monotonic < self.short_until.value:
             return False
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.incr(MARK_KEY)
-            pipe.wait(self.replicas, self.timeout_ms)
-            acked = int(pipe.execute()[1])
+        return None
+
+    def commands(self) -> tuple[tuple[Any, ...], ...]:
+        """A tiny write of the wait's own, then ``WAIT`` on the same connection (a pipeline, no transaction)."""
+        return (("INCR", MARK_KEY), ("WAIT", self.replicas, self.timeout_ms))
+
+    def judge(self, replies: list[Any], what: str, monotonic: float) -> bool:
+        """Whether enough replicas had the writes; a short wait starts the back-off and (at most once a
+        minute) says so."""
+        acked = int(replies[1])
         if acked >= self.replicas:
             return True
-        now = time.monotonic()
-        self._short_until.value = now + RETRY_AFTER_SECONDS
-        if now - self._warned_at >= WARN_EVERY_SECONDS:
-            self._warned_at = now
+        self.short_until.value = monotonic + RETRY_AFTER_SECONDS
+        if monotonic - self._warned_at >= WARN_EVERY_SECONDS:
+            self._warned_at = monotonic
             logger.warning("%s reached %d of %d replicas within %d ms: a failover now could lose it; writes "
                            "do not wait for replicas for the next %.0f s", what, acked, self.replicas,
                            self.timeout_ms, RETRY_AFTER_SECONDS)
         return False
 
+
+class ReplicaWait:
+    """``ReplicaPolicy``'s wait through a blocking client."""
+
+    def __init__(self, client: redis.Redis, replicas: int, timeout_ms: int,
+                 shared: Synchronized[float] | None = None, policy: ReplicaPolicy | None = None) -> None:
+        self.client = client
+        self.policy = policy if policy is not None else ReplicaPolicy(replicas, timeout_ms, shared)
+
+    def for_client(self, client: redis.Redis) -> ReplicaWait:
+        """The same waits through ``client`` (a forked child's), sharing the state."""
+        return ReplicaWait(client, 0, 0, policy=self.policy)
+
+    def __call__(self, what: str) -> bool:
+        """Wait until every write made before now is on enough replicas; False if it is not."""
+        answer = self.policy.waits(time.monotonic())
+        if answer is not None:
+            return answer
+        with self.client.pipeline(transaction=False) as pipe:
+            for command in self.policy.commands():
+                pipe.execute_command(*command)
+            replies = pipe.execute()
+        return self.policy.judge(replies, what, time.monotonic())
+
+
+class AsyncReplicaWait:
+    """``ReplicaPolicy``'s wait through an asyncio client."""
+
+    def __init__(self, client: aredis.Redis, replicas: int, timeout_ms: int) -> None:
+        self.client = client
+        self.policy = ReplicaPolicy(replicas, timeout_ms)
+
+    async def __call__(self, what: str) -> bool:
+        answer = self.policy.waits(time.monotonic())
+        if answer is not None:
+            return answer
+        async with self.client.pipeline(transaction=False) as pipe:
+            for command in self.policy.commands():
+                pipe.execute_command(*command)
+            replies = await pipe.execute()
+        return self.policy.judge(replies, what, time.monotonic())

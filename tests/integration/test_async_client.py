@@ -97,7 +97,7 @@ def test_a_thousand_waits_on_one_loop(ferret_env, start_workers, redis_client, r
             async def count_connections() -> None:
                 nonlocal connections
                 while not stop.is_set():
-                    clients = await client.producer.client.client_list()
+                    clients = await client.client.client_list()
                     connections = max(connections, len(clients) - 3)  # minus the workers' and this one
                     await asyncio.sleep(0.05)
 
@@ -108,7 +108,7 @@ def test_a_thousand_waits_on_one_loop(ferret_env, start_workers, redis_client, r
             await counting
             assert all(result.status == "ok" for result in results)
             assert [result.job_id for result in results] == [handle.job_id for handle in handles]
-            return stall, connections, client.producer.hub.messages
+            return stall, connections, client.hub.messages
 
     stall, connections, woken = asyncio.run(play())
     for name, value in stall.items():

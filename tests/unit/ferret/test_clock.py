@@ -51,10 +51,10 @@ def test_redis_down_keeps_the_last_reading_and_before_any_the_host_clock_stands_
     clock = RedisClock(server, refresh_seconds=0.0)  # type: ignore[arg-type]
     assert clock.time() == pytest.approx(time.time(), abs=0.05)
     server.down = False
-    clock._next_reading = 0.0
+    clock.rule.next_reading = 0.0
     assert clock.time() == pytest.approx(time.time() + 500.0, abs=0.05)
     server.down = True
-    clock._next_reading = 0.0
+    clock.rule.next_reading = 0.0
     assert clock.time() == pytest.approx(time.time() + 500.0, abs=0.05)
 
 
