@@ -22,7 +22,7 @@ Operations, each one round trip:
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -70,3 +70,22 @@ def text(raw: Any) -> str | None:
     if raw is None:
         return None
     return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+
+
+def drive(rule: Generator[Any, Any, T], do: Callable[[Any], Any],
+          thrown: tuple[type[BaseException], ...]) -> T:
+    """Run ``rule`` to its answer with the blocking ``do`` for each thing it yields; an error of the ``thrown``
+    kinds is thrown back into the rule, which decides what it means. (The asyncio runners have the same loop
+    with ``await``.)"""
+    reply: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            asked = rule.throw(error) if error is not None else rule.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        reply, error = None, None
+        try:
+            reply = do(asked)
+        except thrown as exc:
+            error = exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 import redis
@@ -16,6 +17,26 @@ from ferret.steps import Batch, Call, Eval, Now, Op, Replicate, Step
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
+
+
+async def drive_async(rule: Generator[Any, Any, T], do: Callable[[Any], Awaitable[Any]],
+                      thrown: tuple[type[BaseException], ...]) -> T:
+    """``ferret.steps.drive`` with an awaited ``do``: a cancelled wait closes the rule."""
+    reply: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            asked = rule.throw(error) if error is not None else rule.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        reply, error = None, None
+        try:
+            reply = await do(asked)
+        except thrown as exc:
+            error = exc
+        except asyncio.CancelledError:
+            rule.close()
+            raise
 
 
 IN_FLIGHT = 32  # operations in flight at once per runner; the others wait their turn, not a socket each
@@ -33,22 +54,11 @@ class AsyncSteps:
         self._scripts: dict[tuple[str, str], AsyncScript] = {}
 
     async def run(self, rule: Step[T]) -> T:
-        reply: Any = None
-        error: redis.ResponseError | None = None
-        while True:
-            try:
-                op = rule.throw(error) if error is not None else rule.send(reply)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            reply, error = None, None
-            try:
-                async with self._turns:
-                    reply = await self.do(op)
-            except redis.ResponseError as exc:
-                error = exc
-            except asyncio.CancelledError:
-                rule.close()
-                raise
+        return await drive_async(rule, self._in_turn, (redis.ResponseError,))
+
+    async def _in_turn(self, op: Op) -> Any:
+        async with self._turns:
+            return await self.do(op)
 
     async def do(self, op: Op) -> Any:
         if isinstance(op, Call):

@@ -9,7 +9,7 @@ from redis.commands.core import Script
 
 from ferret.redis_plumbing.clock import Clock
 from ferret.redis_plumbing.replication import ReplicaWait
-from ferret.steps import Batch, Call, Eval, Now, Op, Replicate, Step
+from ferret.steps import Batch, Call, Eval, Now, Op, Replicate, Step, drive
 
 T = TypeVar("T")
 
@@ -24,18 +24,7 @@ class SyncSteps:
         self._scripts: dict[tuple[str, str], Script] = {}
 
     def run(self, rule: Step[T]) -> T:
-        reply: Any = None
-        error: redis.ResponseError | None = None
-        while True:
-            try:
-                op = rule.throw(error) if error is not None else rule.send(reply)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            reply, error = None, None
-            try:
-                reply = self.do(op)
-            except redis.ResponseError as exc:
-                error = exc
+        return drive(rule, self.do, (redis.ResponseError,))
 
     def do(self, op: Op) -> Any:
         if isinstance(op, Call):

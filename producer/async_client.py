@@ -26,7 +26,7 @@ from ferret.producer.waiting import AWAY_ERRORS, Action, AwaitResult, RunRule, w
 from ferret.results import WAIT_SLICE_SECONDS
 from ferret.settings import Settings
 from ferret.steps import Step
-from ferret.steps_async import AsyncRedisClock, AsyncReplicaWait, AsyncSteps
+from ferret.steps_async import AsyncRedisClock, AsyncReplicaWait, AsyncSteps, drive_async
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -75,19 +75,8 @@ class AsyncProducer:
         """The final result, awaited until it exists; ``ResultTimeout`` once ``timeout`` passes.
         Redis out of reach is waited out within ``timeout`` (``RedisUnreachable`` if it still is)."""
         policy = waiting(self.rules, job, timeout, self.settings.redis.failover_check_seconds)
-        reply: Any = None
-        error: BaseException | None = None
         async with self.hub.watch(job_id_of(job)) as announced:
-            while True:
-                try:
-                    action = policy.throw(error) if error is not None else policy.send(reply)
-                except StopIteration as done:
-                    return done.value  # type: ignore[no-any-return]
-                reply, error = None, None
-                try:
-                    reply = await self._do(action, announced)
-                except AWAY_ERRORS as exc:
-                    error = exc
+            return await drive_async(policy, lambda action: self._do(action, announced), AWAY_ERRORS)
 
     async def _do(self, action: Action, announced: asyncio.Event) -> Any:
         if isinstance(action, AwaitResult):

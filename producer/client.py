@@ -24,7 +24,7 @@ from ferret.redis_plumbing.store_conn import store_client
 from ferret.results import ResultStore
 from ferret.rq_layer.producer_side import RQQueues, workers_serving
 from ferret.settings import Settings
-from ferret.steps import Step
+from ferret.steps import Step, drive
 from ferret.steps_sync import SyncSteps
 
 __all__ = ["JobHandle", "JobState", "Producer"]
@@ -89,19 +89,8 @@ class Producer:
         Redis out of reach (past the client's own retries) is waited out within
         ``timeout``: said once when it starts and once when it ends; still out of
         reach when the time is up, ``RedisUnreachable``."""
-        policy = waiting(self.rules, job, timeout, self.settings.redis.failover_check_seconds)
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                action = policy.throw(error) if error is not None else policy.send(reply)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            reply, error = None, None
-            try:
-                reply = self._do(action)
-            except AWAY_ERRORS as exc:
-                error = exc
+        return drive(waiting(self.rules, job, timeout, self.settings.redis.failover_check_seconds), self._do,
+                     AWAY_ERRORS)
 
     def _do(self, action: Action) -> Any:
         if isinstance(action, AwaitResult):
