@@ -165,11 +165,11 @@ def test_the_memory_bound_evicts_the_least_recently_used(client, tmp_path):
     one = backends.registry
     for n in range(6):
         backends.for_namespace(f"t{n}")
-    assert set(one._entries) == {f"t{n}" for n in range(6)} and one.evictions == 0
-    assert sum(e.index.writing for e in one._entries.values()) == 4, "writers beyond four are closed"
+    assert set(one.indexes.entries) == {f"t{n}" for n in range(6)} and one.evictions == 0
+    assert sum(e.index.writing for e in one.indexes.entries.values()) == 4, "writers beyond four are closed"
     one.settings = one.settings.model_copy(update={"index_memory_mb": 1})  # a bound below two indexes
     backends.for_namespace("t0")
-    assert set(one._entries) == {"t0"} and one.evictions == 5
+    assert set(one.indexes.entries) == {"t0"} and one.evictions == 5
     assert len(list((tmp_path / "idx").iterdir())) == 1, "evicted indexes leave no files behind"
     assert backends.for_namespace("t3").readiness.how == "built"
 
@@ -182,29 +182,29 @@ def test_the_running_total_and_the_order_of_use_stay_exact(client, tmp_path):
     registry = backends.registry
 
     def walked_total():
-        return sum(registry._held(e) for e in registry._entries.values())
+        return sum(registry.indexes.held(e) for e in registry.indexes.entries.values())
 
     stores = [MemoryStore(client, f"ns{i}") for i in range(7)]
     for store in stores:
         store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}") for i in range(20)])
         backends.for_namespace(store.namespace)
         assert registry.total_bytes() == walked_total() > 0
-    assert sum(e.index.writing for e in registry._entries.values()) == 4
+    assert sum(e.index.writing for e in registry.indexes.entries.values()) == 4
     for round_ in range(3):  # staged, then folded on the job's path at the second write
         for store in stores[::2]:
             store.upsert([Memory(id=f"w{round_}", content_title="bitcoin zebra")])
             backends.for_namespace(store.namespace)
             assert registry.total_bytes() == walked_total()
-    assert set(registry._staged) == {"ns0", "ns2", "ns4", "ns6"}
+    assert set(registry.indexes.staged) == {"ns0", "ns2", "ns4", "ns6"}
     registry.fold_due(everything=True)
-    assert registry._staged == {} and registry.total_bytes() == walked_total()
-    used = [e.used for e in registry._entries.values()]
+    assert registry.indexes.staged == {} and registry.total_bytes() == walked_total()
+    used = [e.used for e in registry.indexes.entries.values()]
     assert used == sorted(used), "entries are kept least recently used first"
     backends.for_namespace("ns1")  # used now: the last to go
-    assert list(registry._entries)[-1] == "ns1"
+    assert list(registry.indexes.entries)[-1] == "ns1"
     registry.settings = registry.settings.model_copy(update={"index_memory_mb": 0})
     backends.for_namespace("ns3")
-    assert set(registry._entries) == {"ns3"} and registry.total_bytes() == walked_total()
+    assert set(registry.indexes.entries) == {"ns3"} and registry.total_bytes() == walked_total()
     assert registry.evictions == 6
 
 
@@ -297,7 +297,7 @@ def test_staged_writes_lost_with_a_process_are_staged_again_from_the_log(client,
     first.for_namespace("ns")
     store.upsert([Memory(id="b", content_title="bitcoin zebra")])
     assert "b" in _ids(first.for_namespace("ns"), "zebra")
-    first.registry._entries["ns"].index.release_writer()  # gone without a commit
+    first.registry.indexes.entries["ns"].index.release_writer()  # gone without a commit
     again = LocalBackends(client, local=LocalSettings(), index_root=first.index_root)
     found = again.for_namespace("ns")
     assert found.readiness.how == "disk" and found.readiness.changes == 1 and "b" in _ids(found, "zebra")
@@ -347,7 +347,7 @@ def test_a_namespace_of_few_memories_is_staged_whole_not_committed(client, tmp_p
     store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}") for i in range(3)])
     backends = _backends(client, tmp_path, fold_changes=5)
     built = backends.for_namespace("ns")
-    index = backends.registry._entries["ns"].index
+    index = backends.registry.indexes.entries["ns"].index
     assert built.readiness.how == "built" and built.readiness.staged == 3 and not index.writing and len(index) == 0
     assert _ids(built) == {"m0", "m1", "m2"} and _saved_version(backends) == 0
     store.upsert([Memory(id="m3", content_title="bitcoin zebra")])
