@@ -99,7 +99,7 @@ def affinity_effect(dataset: Dataset, pipeline: PipelineSettings, co_retrieval: 
             backend = AffinityBackend(backends[question.conversation], tables[question.conversation], weight,
                                       co_retrieval.affinity_seeds)
             result = run_pipeline(question.text, backend, pipeline)
-            answers.append(Answer(tuple(h.id for h in result.hits), result.stats.context_tokens, 0.0))
+            answers.append(Answer(tuple(h.id for h in result.hits), result.stats.answer.context_tokens, 0.0))
         scored = score_singles(answers, held_out)
         tops = [a.ids[:10] for a in answers]
         baseline = baseline or tops

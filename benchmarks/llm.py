@@ -79,8 +79,8 @@ def rerank_rows(dataset: Dataset, questions: Sequence[Question], settings: Setti
             seconds = time.monotonic() - started
             before, after = [h.id for h in plain.hits], [h.id for h in ranked.hits]
             rows.append({"conversation": question.conversation, "question": question.text,
-                         "evidence": sorted(question.evidence), "outcome": ranked.stats.rerank,
-                         "seconds": round(seconds, 3), "calls": int(ranked.stats.rerank in CALLED),
+                         "evidence": sorted(question.evidence), "outcome": ranked.stats.answer.rerank,
+                         "seconds": round(seconds, 3), "calls": int(ranked.stats.answer.rerank in CALLED),
                          **{f"r@{k}_{name}": _recall(ids, question.evidence, k)
                             for k in (5, 10) for name, ids in (("plain", before), ("rerank", after))}})
             progress(1)
@@ -109,7 +109,7 @@ def agent_rows(dataset: Dataset, jobs: Sequence[Question | CompoundQuery], setti
             stats = answer.stats
             rows.append({
                 "conversation": job.conversation, "question": job.text, "compound": len(parts) > 1,
-                "route": fast.stats.route, "outcome": stats.get("outcome"), "reason": stats.get("reason"),
+                "route": fast.stats.plan.route, "outcome": stats.get("outcome"), "reason": stats.get("reason"),
                 "repeated_action": stats.get("repeated_action"), "steps": stats.get("steps", 0),
                 "parse_repairs": stats.get("parse_repairs", 0), "llm_calls": stats.get("llm_calls", 0),
                 "llm_seconds": round(sum(stats.get("llm_ms", [])) / 1000, 3), "seconds": round(seconds, 3),

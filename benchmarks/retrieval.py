@@ -60,7 +60,7 @@ def _pipeline(settings: PipelineSettings) -> System:
         start = time.perf_counter()
         result = run_pipeline(query, backend, settings)
         seconds = time.perf_counter() - start
-        return Answer(tuple(h.id for h in result.hits), result.stats.context_tokens, seconds)
+        return Answer(tuple(h.id for h in result.hits), result.stats.answer.context_tokens, seconds)
     return run
 
 

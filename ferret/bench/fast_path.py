@@ -30,7 +30,7 @@ def fast_path(runs: int = 3000) -> dict[str, Any]:
     backend = InMemoryBackend(sample_memories())
     settings = PipelineSettings()
     probe = run_pipeline(FAST_QUERY, backend, settings)
-    assert not probe.stats.was_decomposed and probe.stats.retries == 0 and probe.hits
+    assert not probe.stats.plan.was_decomposed and probe.stats.search.retries == 0 and probe.hits
     searches, pipelines = [], []
     gc.disable()
     try:
@@ -62,7 +62,7 @@ def parallelism(runs: int = 10) -> dict[str, Any]:
         result = run_pipeline(COMPOUND_QUERY, backend, settings)
         compounds.append(time.perf_counter() - start)
         searches_per_job.append(backend.calls - before)
-        assert len(result.stats.sub_queries) == 2
+        assert len(result.stats.plan.sub_queries) == 2
     one, compound = statistics.median(singles) * 1000, statistics.median(compounds) * 1000
     searches = statistics.median(searches_per_job)
     return {"backend_latency_ms": SLOW_SEARCH_SECONDS * 1000, "one_search_ms": round(one, 2),

@@ -381,8 +381,8 @@ def llm(ctx: click.Context, data_path: Path, base_url: str | None, model: str | 
     dataset = load(data_path)
     singles = llm_bench.sample(dataset.questions, rerank_questions, seed)
     backends = {name: InMemoryBackend(memories) for name, memories in dataset.memories.items()}
-    complex_singles = [q for q in dataset.questions
-                       if run_pipeline(q.text, backends[q.conversation], settings.pipeline).stats.route == "COMPLEX"]
+    complex_singles = [q for q in dataset.questions if run_pipeline(
+        q.text, backends[q.conversation], settings.pipeline).stats.plan.route == "COMPLEX"]
     half = agent_questions // 2
     compounds = llm_bench.sample(compound_queries(dataset.questions, 40, seed), agent_questions - min(
         half, len(complex_singles)), seed)

@@ -39,4 +39,4 @@ def test_the_pipeline_fuses_the_servers_graph(nous):
     result = run_pipeline("BTC thesis halving", nous, settings)
     ids = [h.id for h in result.hits]
     assert ids[0] == "thesis" and "stop" in ids
-    assert result.stats.fusion["contributed"]["graph"] >= 1
+    assert result.stats.plan.fusion["contributed"]["graph"] >= 1

@@ -237,8 +237,8 @@ def test_the_pipeline_fuses_the_servers_graph_without_errors(world):
     result = run_pipeline("BTC long 61k", world.client, settings)
     ids = [world.sample_id(h.id) for h in result.hits]
     assert ids[0] == "m16"
-    assert result.stats.fusion["errors"] == {}
-    assert result.stats.fusion["contributed"]["graph"] >= 1
+    assert result.stats.plan.fusion["errors"] == {}
+    assert result.stats.plan.fusion["contributed"]["graph"] >= 1
     assert {"m01", "m17"} & set(ids)
 
 

@@ -110,7 +110,7 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
             )
             span.set(partial=outcome.partial)
         agent: AgentAnswer | None = None
-        if agent_wanted(ctx.settings, request, outcome.stats.route):
+        if agent_wanted(ctx.settings, request, outcome.stats.plan.route):
             agent = run_agent(ctx.settings, ctx.agent_chat, request, backend, outcome, budget, tracer,
                               ctx.settings.service.record_query_text)
     except BackendError as exc:

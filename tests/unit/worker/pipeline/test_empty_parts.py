@@ -20,8 +20,8 @@ QUESTION = "When do I fly and what class did I book?"
 
 def test_a_part_whose_words_are_not_in_any_memory_is_answered_by_their_word_family():
     result = run_pipeline(QUESTION, InMemoryBackend(TRAVEL), PipelineSettings())
-    assert result.stats.sub_queries == ["When do I fly", "what class did I book"]
-    assert result.stats.empty_parts == [0] and result.stats.empty_parts_filled == 1
+    assert result.stats.plan.sub_queries == ["When do I fly", "what class did I book"]
+    assert result.stats.search.empty_parts == [0] and result.stats.search.empty_parts_filled == 1
     by_part = {h.id: h.sub_query for h in result.hits}
     assert by_part["flights"] == 0 and by_part["seat"] == 1  # both parts answered, each by its own memory
     assert "risotto" not in by_part
@@ -30,13 +30,13 @@ def test_a_part_whose_words_are_not_in_any_memory_is_answered_by_their_word_fami
 def test_parts_that_found_something_leave_no_empty_parts_in_the_stats():
     result = run_pipeline("What class did I book and which hotel in Rome?", InMemoryBackend(TRAVEL),
                           PipelineSettings())
-    assert result.stats.was_decomposed and result.stats.empty_parts is None
-    assert result.stats.empty_parts_filled is None
+    assert result.stats.plan.was_decomposed and result.stats.search.empty_parts is None
+    assert result.stats.search.empty_parts_filled is None
 
 
 def test_a_part_with_no_word_family_stays_empty_and_says_so():
     result = run_pipeline("When do I fly and what is the zzyzx?", InMemoryBackend(TRAVEL), PipelineSettings())
-    assert result.stats.empty_parts == [0, 1] and result.stats.empty_parts_filled == 1
+    assert result.stats.search.empty_parts == [0, 1] and result.stats.search.empty_parts_filled == 1
     assert {h.sub_query for h in result.hits} == {0}
 
 
@@ -46,8 +46,8 @@ def test_the_semantic_retriever_answers_an_empty_part_first_when_the_backend_has
     backend = InMemoryBackend(memories, embedder=ConceptEmbedder())
     settings = PipelineSettings(fusion=FusionSettings(semantic_on_parts=False))
     result = run_pipeline("When did I sell my car and when did I adopt the puppy?", backend, settings)
-    assert result.stats.was_decomposed and result.stats.empty_parts == [0]
-    assert result.stats.empty_parts_filled == 1
+    assert result.stats.plan.was_decomposed and result.stats.search.empty_parts == [0]
+    assert result.stats.search.empty_parts_filled == 1
     assert {h.id: h.sub_query for h in result.hits}["auto"] == 0
 
 

@@ -117,20 +117,20 @@ def test_the_graph_retriever_brings_in_a_memory_linked_to_a_lexical_hit():
     tracer = SpanCollector()
     result = run_pipeline("BTC thesis", _linked_store(), GRAPH_HEAVY, tracer=tracer)
     assert [h.id for h in result.hits] == ["thesis", "stop"]
-    fusion = result.stats.fusion
+    fusion = result.stats.plan.fusion
     assert fusion["ran"] == ["lexical", "graph"] and fusion["contributed"] == {"lexical": 1, "graph": 1, "semantic": 0}
     assert fusion["weights"] == {"lexical": 0.5, "graph": 0.5, "semantic": 0.0}
     span = next(s for s in tracer.spans if s.name == "fusion")
     assert span.attributes["contributed.graph"] == 1 and "weight.graph" in span.attributes
     lexical_only = run_pipeline("BTC thesis", _linked_store(), PipelineSettings())
-    assert [h.id for h in lexical_only.hits] == ["thesis"] and lexical_only.stats.fusion["ran"] == ["lexical"]
+    assert [h.id for h in lexical_only.hits] == ["thesis"] and lexical_only.stats.plan.fusion["ran"] == ["lexical"]
 
 
 def test_a_graph_with_no_links_gives_its_weight_back_to_lexical():
     store = InMemoryBackend([Memory(id="thesis", content_body="BTC thesis")], links=InMemoryAffinity())
     result = run_pipeline("BTC thesis", store, GRAPH_HEAVY)
-    assert result.stats.fusion["shifts"] == [{"graph": 0.3}]
-    assert result.stats.fusion["final_weights"] == [{"lexical": 0.8, "graph": 0.2, "semantic": 0.0}]
+    assert result.stats.plan.fusion["shifts"] == [{"graph": 0.3}]
+    assert result.stats.plan.fusion["final_weights"] == [{"lexical": 0.8, "graph": 0.2, "semantic": 0.0}]
     assert [h.id for h in result.hits] == ["thesis"]
 
 
@@ -142,7 +142,7 @@ def test_a_failing_graph_retriever_costs_its_results_not_the_search():
     store.linked = broken
     result = run_pipeline("BTC thesis", store, GRAPH_HEAVY)
     assert [h.id for h in result.hits] == ["thesis"] and not result.partial
-    assert result.stats.fusion["errors"] == {"graph": 1}
+    assert result.stats.plan.fusion["errors"] == {"graph": 1}
 
 
 class ConceptEmbedder:
@@ -178,8 +178,8 @@ def test_the_semantic_retriever_finds_what_the_words_do_not():
     settings = PipelineSettings(fusion=FusionSettings(semantic_share=0.5))
     result = run_pipeline("When did I sell my car?", _semantic_store(), settings)
     assert result.hits and result.hits[0].id == "auto"
-    assert result.stats.fusion["ran"] == ["lexical", "semantic"]
-    assert result.stats.fusion["contributed"]["semantic"] >= 1
+    assert result.stats.plan.fusion["ran"] == ["lexical", "semantic"]
+    assert result.stats.plan.fusion["contributed"]["semantic"] >= 1
     lexical_only = run_pipeline("When did I sell my car?", _semantic_store(),
                                 PipelineSettings(fusion=FusionSettings(semantic_share=0.0)))
     assert "auto" not in [h.id for h in lexical_only.hits]
@@ -189,10 +189,10 @@ def test_the_parts_of_a_decomposed_question_are_searched_without_the_semantic_re
     store = _semantic_store()
     result = run_pipeline("When did I sell my car? Where did the trip go?", store,
                           PipelineSettings(fusion=FusionSettings(semantic_share=0.5)))
-    assert result.stats.was_decomposed and result.stats.fusion["ran"] == ["lexical"]
+    assert result.stats.plan.was_decomposed and result.stats.plan.fusion["ran"] == ["lexical"]
     on_parts = run_pipeline("When did I sell my car? Where did the trip go?", store,
                             PipelineSettings(fusion=FusionSettings(semantic_share=0.5, semantic_on_parts=True)))
-    assert on_parts.stats.fusion["ran"] == ["lexical", "semantic"]
+    assert on_parts.stats.plan.fusion["ran"] == ["lexical", "semantic"]
 
 
 def test_each_retriever_is_judged_weak_on_its_own_scale():

@@ -40,7 +40,7 @@ def test_complex_route_is_reranked_unasked_when_switched_on():
     scorer = FakeScorer()
     tracer = SpanCollector()
     result = run_pipeline(COMPLEX, _backend(), SETTINGS, reranking=Reranking(ON, scorer), tracer=tracer)
-    assert result.stats.route == "COMPLEX" and result.stats.rerank == "ok"
+    assert result.stats.plan.route == "COMPLEX" and result.stats.answer.rerank == "ok"
     assert result.hits[0].id == "c" and result.hits[0].rerank_score == 10.0
     assert result.hits[0].original_score == 0.7
     span = next(s for s in tracer.spans if s.name == "rerank")
@@ -51,28 +51,28 @@ def test_complex_route_is_reranked_unasked_when_switched_on():
 def test_simple_route_is_reranked_only_when_asked():
     scorer = FakeScorer()
     plain = run_pipeline(SIMPLE, _backend(), SETTINGS, reranking=Reranking(ON, scorer))
-    assert plain.stats.rerank == "off" and not scorer.calls and plain.hits[0].id == "a"
+    assert plain.stats.answer.rerank == "off" and not scorer.calls and plain.hits[0].id == "a"
     asked = run_pipeline(SIMPLE, _backend(), SETTINGS, reranking=Reranking(ON, scorer), rerank=True)
-    assert asked.stats.rerank == "ok" and asked.hits[0].id == "c"
+    assert asked.stats.answer.rerank == "ok" and asked.hits[0].id == "c"
 
 
 def test_complex_route_not_reranked_when_on_complex_route_is_off():
     scorer = FakeScorer()
     settings = ON.model_copy(update={"on_complex_route": False})
     result = run_pipeline(COMPLEX, _backend(), SETTINGS, reranking=Reranking(settings, scorer))
-    assert result.stats.rerank == "off" and not scorer.calls
+    assert result.stats.answer.rerank == "off" and not scorer.calls
 
 
 def test_asked_but_switched_off_is_reported_not_an_error():
     result = run_pipeline(SIMPLE, _backend(), SETTINGS, reranking=Reranking(RerankSettings()), rerank=True)
-    assert result.stats.rerank == "disabled" and [h.id for h in result.hits] == ["a", "b", "c"]
+    assert result.stats.answer.rerank == "disabled" and [h.id for h in result.hits] == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize("reason", ["timeout", "error", "malformed"])
 def test_a_failed_rerank_keeps_the_original_order(reason):
     scorer = FakeScorer(failure=reason)
     result = run_pipeline(SIMPLE, _backend(), SETTINGS, reranking=Reranking(ON, scorer), rerank=True)
-    assert result.stats.rerank == reason and not result.partial
+    assert result.stats.answer.rerank == reason and not result.partial
     assert [h.id for h in result.hits] == ["a", "b", "c"] and result.hits[0].rerank_score is None
 
 
@@ -90,4 +90,4 @@ def test_no_call_without_time_left():
     settings = ON.model_copy(update={"min_seconds_left": 5})
     result = run_pipeline(SIMPLE, _backend(), SETTINGS, reranking=Reranking(settings, scorer), rerank=True,
                           budget=Budget.of_seconds(1.0))
-    assert result.stats.rerank == "deadline" and not scorer.calls and "rerank" in result.stats.skipped_stages
+    assert result.stats.answer.rerank == "deadline" and not scorer.calls and "rerank" in result.stats.skipped_stages

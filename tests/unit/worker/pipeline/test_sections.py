@@ -104,7 +104,7 @@ def test_a_configured_table_reaches_the_boost_the_context_and_the_result():
     plain = run_pipeline("cook risotto rice wine", InMemoryBackend(corpus), PipelineSettings())
     tuned = run_pipeline("cook risotto rice wine", InMemoryBackend(corpus), settings)
     assert plain.hits[0].id == "note"                     # more words: first without the table
-    assert tuned.stats.intents == ["PROCEDURAL"]
+    assert tuned.stats.plan.intents == ["PROCEDURAL"]
     assert tuned.hits[0].id == "dish" and tuned.hits[0].boosted
     assert "[dish · PROCEDURAL] Risotto for Anna" in tuned.context
     assert "[dish · KNOWLEDGE]" in plain.context
