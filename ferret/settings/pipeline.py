@@ -1,0 +1,151 @@
+"""The pipeline's settings: its stages, the fusion of retrievers (seed 002) and the memory sections
+(seed 003)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from ferret.records import Section
+from ferret.section_words import DEFAULT_INTENT_WORDS, DEFAULT_KINDS
+from ferret.settings.strict import Strict
+
+# Seed 002's table: query type -> (text weight, graph weight). Ferret's text side is the lexical
+# retriever, with the semantic one taking ``semantic_share`` of it when embeddings are on.
+SEED_FUSION_WEIGHTS: dict[str, tuple[float, float]] = {
+    "FACTUAL": (0.7, 0.3), "RELATIONAL": (0.2, 0.8), "COMPARATIVE": (0.3, 0.7), "EXPLORATORY": (0.1, 0.9),
+    "PROCEDURAL": (0.8, 0.2), "ANALYTICAL": (0.5, 0.5), "UNKNOWN": (0.6, 0.4),
+}
+QUERY_TYPES = tuple(SEED_FUSION_WEIGHTS)
+# What ships (chosen on the LoCoMo dev benchmark, see README "Fusion of retrievers").
+DEFAULT_FUSION_WEIGHTS: dict[str, tuple[float, float]] = {name: (1.0, 0.0) for name in QUERY_TYPES}
+
+
+class FusionSettings(Strict):
+    """Weighted fusion of retrievers (seed 002, section 3): lexical, graph (memories linked to the
+    lexical hits) and, when embeddings are on, semantic."""
+
+    # Query type -> (text, graph) weights; a type left out keeps its shipped weights.
+    weights: dict[str, tuple[float, float]] = DEFAULT_FUSION_WEIGHTS
+    # The seed's overrides: FACTUAL & confident -> text only; EXPLORATORY -> graph only; RELATIONAL with no
+    # entity -> even. Off with the shipped table (an EXPLORATORY question would lose 70% of its lexical hits).
+    seed_overrides: bool = False
+    semantic_share: float = Field(0.2, ge=0, le=1)  # of the text weight, when the semantic retriever is available
+    # The parts of a decomposed question are searched without it (it lost on compound questions; README).
+    semantic_on_parts: bool = False
+    skip_threshold: float = Field(0.15, ge=0, le=1)  # a retriever weighted below this is not run
+    # A retriever whose top score is under its threshold gives weight away; each on its own scale: the
+    # seed's 0.3, but lexical at the quality gate's own "weak" (0.2), as BM25 scores run lower.
+    confidence_thresholds: dict[Literal["lexical", "graph", "semantic"], float] = {
+        "lexical": 0.2, "graph": 0.3, "semantic": 0.3}
+    max_shift: float = Field(0.3, ge=0, le=1)  # shift = max_shift x (1 - confidence / threshold)
+    graph_seeds: int = Field(5, ge=1, le=50)  # the lexical hits whose links the graph retriever follows
+
+    @field_validator("weights")
+    @classmethod
+    def _known_query_types(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        """Unknown query types are an error; a type left out keeps the shipped weights."""
+        unknown = sorted(set(value) - set(QUERY_TYPES))
+        if unknown:
+            raise ValueError(f"unknown query types {unknown} (known: {', '.join(QUERY_TYPES)})")
+        for name, pair in value.items():
+            if any(w < 0 or w > 1 for w in pair) or sum(pair) <= 0:
+                raise ValueError(f"{name}: each weight in [0, 1], not both 0")
+        return {**DEFAULT_FUSION_WEIGHTS, **value}
+
+
+def _section_name(value: object) -> object:
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+class SectionSettings(Strict):
+    """Memory sections (seed 003) for any domain (ferret/section_words.py has the shipped tables).
+
+    A memory's section: its kind's in ``kinds`` (its subtype without ``custom:``, else its type); for a
+    kind not named there, the one its backend gave (Nous's ``memory_section``), else ``default``. A query's
+    intents: the sections whose ``intent_words`` it contains (whole words, any case);
+    ``pipeline.intent_boost`` multiplies the scores of hits in those sections. Kinds given here are added
+    to the shipped table (a kind mapped anew wins); a section given in ``intent_words`` replaces that
+    section's words. Kinds and words are kept in lower case."""
+
+    kinds: dict[str, Section] = DEFAULT_KINDS
+    default: Section = Section.KNOWLEDGE
+    intent_words: dict[Section, tuple[str, ...]] = DEFAULT_INTENT_WORDS
+
+    @field_validator("default", mode="before")
+    @classmethod
+    def _default_any_case(cls, value: object) -> object:
+        return _section_name(value)
+
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _kinds_any_case(cls, value: object) -> object:
+        if not isinstance(value, Mapping):
+            return value
+        return {str(kind).strip().lower().removeprefix("custom:"): _section_name(section)
+                for kind, section in value.items()}
+
+    @field_validator("kinds")
+    @classmethod
+    def _kinds_added(cls, value: dict[str, Section]) -> dict[str, Section]:
+        if any(not kind for kind in value):
+            raise ValueError("a kind is a subtype or type name, not empty")
+        return {**DEFAULT_KINDS, **value}
+
+    @field_validator("intent_words", mode="before")
+    @classmethod
+    def _words_any_case(cls, value: object) -> object:
+        if not isinstance(value, Mapping):
+            return value
+        return {_section_name(section): words for section, words in value.items()}
+
+    @field_validator("intent_words")
+    @classmethod
+    def _words_replace(cls, value: dict[Section, tuple[str, ...]]) -> dict[Section, tuple[str, ...]]:
+        for section, words in value.items():
+            if any(not word.strip() for word in words):
+                raise ValueError(f"{section.value}: an intent word is a word or phrase, not empty")
+        return {**DEFAULT_INTENT_WORDS, **{s: tuple(w.strip().lower() for w in ws) for s, ws in value.items()}}
+
+
+class PipelineSettings(Strict):
+    """Retrieval pipeline knobs (seed 000, deployed values)."""
+
+    enabled: bool = True
+    quality_threshold: float = Field(0.20, ge=0, le=1)
+    relevance_ratio: float = Field(0.4, ge=0, le=1)
+    max_results: int = Field(20, ge=1, le=200)
+    min_results: int = Field(10, ge=0, le=200)
+    # Asked for max_results: candidates the dynamic cutoff dropped that score at least this come back,
+    # up to max_results (None: the cutoff alone decides).
+    good_score: float | None = Field(0.1, ge=0, le=1)
+    max_sub_queries: int = Field(4, ge=1, le=10)
+    max_retries: int = Field(1, ge=0, le=3)
+    # A sub-query whose search and retry found nothing gets one more try: the semantic retriever when it is
+    # on, else the words that begin with its words ("fly" -> "flights").
+    widen_empty_parts: bool = True
+    timeout_seconds: float = Field(3.0, gt=0, le=600)
+    search_limit_per_query: int = Field(25, ge=1, le=500)
+    replacement_floor: float = Field(0.25, ge=0, le=1)
+    # Replace-weak is off by default (the spec's 2 when on): it changed nothing measurable on LoCoMo's
+    # left-out folds (README "Retrieval quality").
+    max_replacements: int = Field(0, ge=0, le=20)
+    intent_boost: float = Field(1.3, ge=1.0, le=5.0)
+    # A hit by or about a name the question names (a transcript line's speaker, its title's names):
+    # score x subject_boost (worker/pipeline/subjects.py; 1.0 switches it off).
+    subject_boost: float = Field(2.0, ge=1.0, le=5.0)
+    max_context_tokens: int = Field(4000, ge=50, le=200_000)
+    moderate_depth_factor: float = Field(1.5, ge=1.0, le=4.0)
+    # Seed 000: messages with nothing to search get an ``ok`` result without a search (case and punctuation
+    # aside), and a leading timestamp is stripped before retrieval.
+    trivial_messages: tuple[str, ...] = (
+        "ok", "okay", "k", "kk", "thanks", "thank you", "thx", "ty", "cool", "nice", "great", "got it", "sure",
+        "yes", "no", "yep", "nope", "lol", "hmm", "alright", "all right", "good", "perfect",
+        "merci", "d'accord", "oui", "non", "parfait", "gracias", "vale", "sí", "si", "perfecto",
+        "danke", "ja", "nein", "gut", "alles klar",
+    )
+    strip_timestamps: bool = True
+    fusion: FusionSettings = FusionSettings()
+    sections: SectionSettings = SectionSettings()

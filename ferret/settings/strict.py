@@ -1,0 +1,13 @@
+"""The base of every settings section: unknown keys refused, values frozen."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+ENV_PREFIX = "FERRET_"
+ENV_CONFIG_FILE = "FERRET_CONFIG"
+ENV_TEST_PREFIX = "FERRET_TEST_"  # the test suite's own variables (FERRET_TEST_NOUS_URL), not settings
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
