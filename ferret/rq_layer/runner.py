@@ -16,38 +16,30 @@ import gc
 import logging
 import os
 import signal
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import redis
 from prometheus_client import start_http_server
-from rq import Queue, SimpleWorker, Worker, worker_registration
+from rq import Queue, Worker
 from rq.exceptions import StopRequested
-from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
-from rq.worker import WorkerStatus
 
 from ferret.contract import QUEUES
-from ferret.errors import ConfigError, JobRefused
+from ferret.errors import ConfigError
 from ferret.key_migration import tag_store_keys
 from ferret.redis_plumbing.redis_conn import redacted, url_of
-from ferret.rq_layer.bookkeeping import CoalescedBookkeeping, OneTripJobStart
 from ferret.rq_layer.bounded_job import bounded_job_class
-from ferret.rq_layer.clock import rq_now as utc_now
 from ferret.rq_layer.clock import use_clock
-from ferret.rq_layer.entry import report_of
 from ferret.rq_layer.intake import Refusal, guarded_queue_class, mark_failed
-from ferret.rq_layer.maintenance import sweep
-from ferret.rq_layer.reaper import reap
+from ferret.rq_layer.worker_classes import CLASSES, WORKER_CLASSES
 from ferret.settings import Settings
 from ferret.worker.backends.tantivy_index import limit_malloc_arenas
 from ferret.worker.co_retrieval.applier import co_retrieval_amount
 from ferret.worker.co_retrieval.wiring import co_retrieval_applier
-from ferret.worker.core.report import JobReport, Observer, after_job
+from ferret.worker.core.report import JobReport, Observer
 from ferret.worker.core.resources import WorkerResources, build_resources
-from ferret.worker.core.results import lost_result, record_refusal, refused_reason, request_of
+from ferret.worker.core.results import record_refusal
 from ferret.worker.metrics import FerretMetrics
 
 logger = logging.getLogger(__name__)
@@ -55,235 +47,6 @@ logger = logging.getLogger(__name__)
 # How often a forking worker's parent heart-beats while its work horse runs.
 JOB_MONITORING_SECONDS = 5
 
-
-REGISTRATION_CHECK_SECONDS = 5.0
-
-
-class _Observed:
-    """Mixin: busy/idle, metrics after each job, and the reaper for lost jobs."""
-
-    ferret_metrics: FerretMetrics
-    ferret_context: WorkerResources
-    ferret_observers: list[Observer]
-    ferret_on_refused: Callable[[Refusal], None]
-    last_cleaned_at: Any
-    _ferret_last_reap = 0.0
-    _ferret_registration_checked = 0.0
-    ferret_stop_signal: int | None = None  # the signal that asked this worker to stop, if one did
-    ferret_jobs_taken = 0  # jobs this worker ran (to a result, or cut short)
-    _state: str
-
-    def request_stop(self, signum: int, frame: Any) -> None:
-        if self.ferret_stop_signal is None:
-            self.ferret_stop_signal = signum
-        super().request_stop(signum, frame)  # type: ignore[misc]
-
-    @contextmanager
-    def _redis_may_be_away(self, what: str) -> Iterator[None]:
-        """RQ's main loop quits on a Redis error anywhere but in its dequeue (which waits
-        and retries): around RQ's other calls, a Redis out of reach past the clients'
-        retries is logged and the loop goes on to the dequeue, which waits for it."""
-        try:
-            yield
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            logger.warning("worker %s: Redis out of reach during %s (%s); carrying on",
-                           self.name, what, exc)  # type: ignore[attr-defined]
-
-    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
-        if pipeline is not None:  # part of a transaction: its caller sends it and sees any error
-            super().heartbeat(timeout, pipeline)  # type: ignore[misc]
-            return
-        with self._redis_may_be_away("a heartbeat"):
-            super().heartbeat(timeout, pipeline)  # type: ignore[misc]
-
-    def check_for_suspension(self, burst: bool) -> None:
-        with self._redis_may_be_away("the suspension check"):
-            super().check_for_suspension(burst)  # type: ignore[misc]
-
-    def _register_again(self) -> None:
-        """The worker's registration, again if it is gone. Cut off from Redis for longer than
-        its TTL (a job's heartbeat TTL is ``worker_ttl``, 16 s), a worker's key expires and the
-        other workers' maintenance drops it from the worker registry: RQ would go on serving
-        without it, invisible to ``rq info`` and to the reaper, which then takes every job it
-        starts for a lost one."""
-        if self.birth_date is None:  # type: ignore[attr-defined]
-            return  # not registered yet: RQ does it when the worker starts
-        key: str = self.key  # type: ignore[attr-defined]
-        connection = self.connection  # type: ignore[attr-defined]
-        with connection.pipeline(transaction=False) as pipe:
-            pipe.hexists(key, "birth")
-            pipe.sismember(self.redis_workers_keys, key)  # type: ignore[attr-defined]
-            if all(pipe.execute()):
-                return  # the key outlived the outage
-        with connection.pipeline() as pipe:
-            pipe.hset(key, mapping=self.serialize())  # type: ignore[attr-defined]
-            worker_registration.register(self, pipe)  # type: ignore[arg-type]
-            pipe.expire(key, self.worker_ttl + 60)  # type: ignore[attr-defined]
-            pipe.execute()
-        logger.warning("worker %s: Redis is back after its key expired; registered again",
-                       self.name)  # type: ignore[attr-defined]
-
-    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
-        """Short, so a killed worker is noticed within seconds (see ferret.rq_layer.reaper)."""
-        ttl: int = self.worker_ttl  # type: ignore[attr-defined]
-        if job.timeout and job.timeout > 0:
-            return min(ttl, int(job.timeout) + 1)
-        return ttl
-
-    @property
-    def should_run_maintenance_tasks(self) -> bool:
-        interval = self.ferret_context.settings.service.reaper_interval_seconds
-        return bool(super().should_run_maintenance_tasks  # type: ignore[misc]
-                    or time.monotonic() - self._ferret_last_reap >= interval)
-
-    def run_maintenance_tasks(self) -> None:
-        """RQ's registry maintenance at its interval (Ferret's safe version,
-        see ``ferret.rq_layer.maintenance``; Ferret runs no scheduler and no groups),
-        and the reaper at Ferret's; every few seconds, the worker's own registration."""
-        with self._redis_may_be_away("maintenance"):
-            if time.monotonic() - self._ferret_registration_checked >= REGISTRATION_CHECK_SECONDS:
-                self._register_again()
-                self._ferret_registration_checked = time.monotonic()
-            if super().should_run_maintenance_tasks:  # type: ignore[misc]
-                self.clean_registries()
-        self._ferret_last_reap = time.monotonic()
-        try:
-            for result in reap(self.ferret_context, self.queues,  # type: ignore[attr-defined]
-                               on_refused=self.ferret_on_refused):
-                after_job(self.ferret_observers, JobReport(result, None))
-        except StopRequested:  # SIGTERM at an idle worker: RQ's way to stop, not a failure
-            raise
-        except Exception:
-            logger.exception("reaper pass failed")
-
-    def clean_registries(self) -> None:
-        for queue in self.queues:  # type: ignore[attr-defined]
-            if queue.acquire_maintenance_lock():
-                try:
-                    for result in sweep(queue, self.ferret_context, self.ferret_on_refused, self.ferret_context.now()):
-                        after_job(self.ferret_observers, JobReport(result, None))
-                finally:
-                    queue.release_maintenance_lock()
-        self.last_cleaned_at = utc_now()
-
-    def execute_job(self, job: Job, queue: Queue) -> Any:
-        job.ferret_resources = self.ferret_context  # type: ignore[attr-defined]  # what the job runs with
-        self.ferret_metrics.busy.set(1)
-        # Busy from here, in the eyes of RQ's signal handler: a SIGTERM between taking the job and its start
-        # transaction is then a warm shut-down (this job runs, then the worker stops), not an exception that
-        # would cut the start transaction in the middle.
-        self._state = WorkerStatus.BUSY
-        stopped_before_its_end = cut_off = False
-        try:
-            return super().execute_job(job, queue)  # type: ignore[misc]
-        except StopRequested:
-            stopped_before_its_end = not self.ferret_context.results.exists(job.id)
-            if stopped_before_its_end:
-                self._put_back_if_not_started(job, queue)
-            raise
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            # Redis out of reach past the clients' retries while RQ started or ended the job: the worker
-            # goes on (RQ's loop waits for Redis); the job is the reaper's, like a dead worker's.
-            cut_off = True
-            logger.error("job=%s: Redis out of reach while the worker started or ended it (%s); the worker "
-                         "carries on, and the job is re-run or ended by the reaper", job.id, exc)
-            return None
-        finally:
-            self.ferret_metrics.busy.set(0)
-            if not stopped_before_its_end and not cut_off:
-                with self._stop_deferred():
-                    self._record(job)
-
-    def _put_back_if_not_started(self, job: Job, queue: Queue) -> None:
-        """A stop that still reaches a job before its start (StopRequested
-        raised there) must not end it: it goes back to the front of its
-        queue, for this worker's successor. One whose start went through is
-        the reaper's (its worker is gone: it runs again)."""
-        try:
-            if job.get_status(refresh=True) != JobStatus.QUEUED:
-                return
-            with self.ferret_context.client.pipeline() as pipeline:
-                pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
-                pipeline.lpush(queue.key, job.id)
-                pipeline.execute()
-        except Exception:  # the intermediate-queue sweep is the last resort
-            logger.exception("job=%s stopped before it started and could not be put back", job.id)
-            return
-        logger.warning("job=%s stopped before it started; back on %s", job.id, queue.name)
-
-    @contextmanager
-    def _stop_deferred(self) -> Iterator[None]:
-        """Count the after-job recording as part of the job: RQ's handler
-        raises StopRequested at an idle worker, which an observer's
-        ``except Exception`` would swallow (the worker would keep serving);
-        at a busy one it asks the loop to stop after the job."""
-        state = self._state
-        self._state = WorkerStatus.BUSY
-        try:
-            yield
-        finally:
-            self._state = state
-
-    def handle_exception(self, job: Job, *exc_info: Any) -> None:
-        """A refused payload (``JobRefused``) is one warning line, already logged where it was
-        refused, not RQ's traceback at ERROR; RQ still records the job as failed."""
-        if exc_info and isinstance(exc_info[1], JobRefused):
-            return
-        super().handle_exception(job, *exc_info)  # type: ignore[misc]
-
-    def _record(self, job: Job) -> None:
-        self.ferret_jobs_taken += 1
-        try:
-            report = report_of(job) or self._stored_report(job)
-        except Exception:
-            logger.exception("job=%s cannot read or write the result for its observers", job.id)
-            return
-        if report is not None and not report.dropped:  # a dropped late result was logged as dropped
-            after_job(self.ferret_observers, report)
-
-    def _stored_report(self, job: Job) -> JobReport | None:
-        """The report of a job this process did not leave one for: a forked work horse's, read back
-        from Redis; a horse that died wrote none (it is written now); a refused payload has none
-        (counted here)."""
-        payload = job.args[0] if job.args else None
-        result = self.ferret_context.results.read(job.id)
-        if result is None:
-            refused = refused_reason(job)
-            if refused is not None:
-                self.ferret_metrics.refused.labels(refused).inc()
-                return None
-            result = lost_result(self.ferret_context, payload, job.id, job.origin,
-                                 "work horse died while running the job")
-            if result is None:  # its payload names another tenant's id: refused, nothing written
-                return None
-        trace = self.ferret_context.results.trace(result.trace_id) \
-            if result.trace_id and self.ferret_context.settings.tracing.otlp_endpoint else None
-        return JobReport(result, request_of(payload, self.ferret_context.settings.limits), trace)
-
-
-class ObservedSimpleWorker(_Observed, OneTripJobStart, CoalescedBookkeeping, SimpleWorker):
-    pass
-
-
-class ObservedForkWorker(_Observed, CoalescedBookkeeping, Worker):
-    pass
-
-
-class StockSimpleWorker(_Observed, SimpleWorker):
-    """RQ's own bookkeeping, every write it makes (``service.lean_bookkeeping: false``)."""
-
-
-class StockForkWorker(_Observed, Worker):
-    """RQ's own bookkeeping, every write it makes (``service.lean_bookkeeping: false``)."""
-
-
-_CLASSES: dict[tuple[str, bool], type[Worker]] = {  # (name, lean bookkeeping) -> Ferret's class
-    ("simple", True): ObservedSimpleWorker,  # type: ignore[dict-item]
-    ("fork", True): ObservedForkWorker,
-    ("simple", False): StockSimpleWorker,  # type: ignore[dict-item]
-    ("fork", False): StockForkWorker,
-}
-WORKER_CLASSES = tuple(dict.fromkeys(name for name, _ in _CLASSES))  # the names users give
 
 
 def _refused(context: WorkerResources, metrics: FerretMetrics, refusal: Refusal) -> None:
@@ -359,7 +122,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     ordered = [q for q in QUEUES if q in queues]  # prefetch is always served first
     kind = worker_class or settings.service.worker_class
     lean = settings.service.lean_bookkeeping
-    cls = _CLASSES.get((kind, lean))
+    cls = CLASSES.get((kind, lean))
     if cls is None:
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = build_resources(settings, client)

@@ -10,7 +10,7 @@ from rq.exceptions import StopRequested
 
 from ferret.contract import RetrievalResult
 from ferret.producer.client import Producer
-from ferret.rq_layer import runner
+from ferret.rq_layer import worker_classes
 from ferret.rq_layer.runner import build_worker
 from ferret.settings import load_settings
 from ferret.worker.metrics import FerretMetrics
@@ -64,6 +64,6 @@ def test_a_stop_signal_while_lost_jobs_are_reaped_reaches_rq(client, settings, m
         raise StopRequested  # what RQ's handler raises at an idle worker
         yield
 
-    monkeypatch.setattr(runner, "reap", stop_arrives)
+    monkeypatch.setattr(worker_classes, "reap", stop_arrives)
     with pytest.raises(StopRequested):
         worker.run_maintenance_tasks()
