@@ -18,9 +18,10 @@ boundary, not an argument a model can change.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
-from collections.abc import Callable
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -30,6 +31,8 @@ from ferret.contract import Turn
 from ferret.errors import FerretError, InvalidRequest, ResultTimeout
 from ferret.producer.api import AsyncClient
 from ferret.records import Filters, Memory
+
+T = TypeVar("T")
 
 WAIT_GRACE_SECONDS = 5.0  # a search waits its deadline plus this for the worker's answer
 
@@ -52,20 +55,38 @@ def _context_answer(result: Any) -> dict[str, Any]:
 def build_server(namespace: str, client: Callable[[], AsyncClient]) -> MCPServer:
     """The MCP server for ``namespace``; ``client`` gives the shared ``AsyncClient`` (made on the
     server's event loop, at the first call)."""
-
     server = MCPServer(
         name="ferret", title="Ferret memory",
         instructions=f"Long-term memory of namespace {namespace!r}: search_memory before answering from "
                      "memory, remember what is worth keeping, prefetch for the next turn, get_context to read it.")
+    tools = MemoryTools(namespace, client)
+    for tool in (tools.search_memory, tools.remember, tools.forget, tools.prefetch, tools.get_context):
+        server.tool()(tool)
+    _refuse_other_arguments(server)
+    return server
 
-    async def guarded(call: Callable[[], Any]) -> Any:
+
+def _guarded(tool: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """Ferret's errors as tool errors (InvalidRequest names its field; the others say what went wrong)."""
+    @functools.wraps(tool)
+    async def guarded(*args: Any, **kwargs: Any) -> T:
         try:
-            return await call()
-        except FerretError as exc:  # InvalidRequest names its field; the others say what went wrong
+            return await tool(*args, **kwargs)
+        except FerretError as exc:
             raise ToolError(str(exc)) from None
+    return guarded
 
-    @server.tool()
+
+class MemoryTools:
+    """The tools of one namespace, each a call of the shared ``AsyncClient``."""
+
+    def __init__(self, namespace: str, client: Callable[[], AsyncClient]) -> None:
+        self.namespace = namespace
+        self.client = client
+
+    @_guarded
     async def search_memory(
+        self,
         query: Annotated[str, Field(description="What to look for, in the user's words.")],
         filters: Annotated[Filters | None, Field(description="Only memories of this type, subtype, "
                                                              "lifecycle, time range or cluster.")] = None,
@@ -75,72 +96,63 @@ def build_server(namespace: str, client: Callable[[], AsyncClient]) -> MCPServer
         history: Annotated[list[Turn] | None, Field(description="Recent turns, for a follow-up question.")] = None,
     ) -> dict[str, Any]:
         """Search the memory: the context to inject (formatted) and the results with their scores."""
-        async def run() -> dict[str, Any]:
-            ferret = client()
-            request: dict[str, Any] = {"query": query, "namespace": namespace, "queue": "prefetch",
-                                       "filters": (filters or Filters()).model_dump(mode="json", exclude_none=True),
-                                       "options": {"max_results": max_results} if max_results else {},
-                                       "history": [turn.model_dump(mode="json") for turn in history or ()]}
-            if deadline_seconds is not None:
-                request["deadline_seconds"] = deadline_seconds
-            handle = await ferret.enqueue(request)
-            wait = (handle.deadline_at - await ferret.clock.time()) if handle.deadline_at else 30.0
-            try:
-                return _context_answer(await ferret.wait(handle, max(1.0, wait) + WAIT_GRACE_SECONDS))
-            except ResultTimeout as exc:
-                raise ToolError(f"no answer in time: {exc}") from None
-        return await guarded(run)  # type: ignore[no-any-return]
+        ferret = self.client()
+        request: dict[str, Any] = {"query": query, "namespace": self.namespace, "queue": "prefetch",
+                                   "filters": (filters or Filters()).model_dump(mode="json", exclude_none=True),
+                                   "options": {"max_results": max_results} if max_results else {},
+                                   "history": [turn.model_dump(mode="json") for turn in history or ()]}
+        if deadline_seconds is not None:
+            request["deadline_seconds"] = deadline_seconds
+        handle = await ferret.enqueue(request)
+        wait = (handle.deadline_at - await ferret.clock.time()) if handle.deadline_at else 30.0
+        try:
+            return _context_answer(await ferret.wait(handle, max(1.0, wait) + WAIT_GRACE_SECONDS))
+        except ResultTimeout as exc:
+            raise ToolError(f"no answer in time: {exc}") from None
 
-    @server.tool()
+    @_guarded
     async def remember(
+        self,
         memories: Annotated[list[Memory], Field(min_length=1, max_length=1000,
                                                 description="Memories to write (an existing id is replaced).")],
     ) -> dict[str, int]:
         """Write memories (visible to the next search)."""
-        async def run() -> dict[str, int]:
-            return {"written": await client().remember(namespace, memories)}
-        return await guarded(run)  # type: ignore[no-any-return]
+        return {"written": await self.client().remember(self.namespace, memories)}
 
-    @server.tool()
+    @_guarded
     async def forget(
+        self,
         ids: Annotated[list[Annotated[str, Field(min_length=1, max_length=256)]],
                        Field(min_length=1, max_length=1000, description="Ids of the memories to delete.")],
     ) -> dict[str, int]:
         """Delete memories by id."""
-        async def run() -> dict[str, int]:
-            return {"deleted": await client().forget(namespace, ids)}
-        return await guarded(run)  # type: ignore[no-any-return]
+        return {"deleted": await self.client().forget(self.namespace, ids)}
 
-    @server.tool()
+    @_guarded
     async def prefetch(
+        self,
         conversation: Annotated[str, Field(min_length=1, max_length=256, description="The conversation's id.")],
         query: Annotated[str, Field(description="What the next turn will likely need.")],
         history: Annotated[list[Turn] | None, Field(description="Recent turns.")] = None,
     ) -> dict[str, Any]:
         """Start fetching context for the conversation's next turn in the background (a newer prefetch
         replaces one still queued); read it with get_context."""
-        async def run() -> dict[str, Any]:
-            handle = await client().prefetch(namespace, conversation, query,
-                                             history=[turn.model_dump(mode="json") for turn in history or ()])
-            return {"job_id": handle.job_id, "joined_identical_request": handle.coalesced}
-        return await guarded(run)  # type: ignore[no-any-return]
+        handle = await self.client().prefetch(self.namespace, conversation, query,
+                                              history=[turn.model_dump(mode="json") for turn in history or ()])
+        return {"job_id": handle.job_id, "joined_identical_request": handle.coalesced}
 
-    @server.tool()
+    @_guarded
     async def get_context(
+        self,
         conversation: Annotated[str, Field(min_length=1, max_length=256, description="The conversation's id.")],
     ) -> dict[str, Any]:
         """The conversation's freshest prefetched context: how old it is, whether memories were written
         since (stale), whether a newer prefetch is still running. ``context`` is null when none is ready."""
-        async def run() -> dict[str, Any]:
-            found = await client().context_for(namespace, conversation)
-            if found is None:
-                return {"context": None, "ready": False}
-            return {**_context_answer(found.result), "ready": True, "age_seconds": round(found.age_seconds, 3),
-                    "stale": found.stale, "newer_pending": found.newer_pending}
-        return await guarded(run)  # type: ignore[no-any-return]
-
-    _refuse_other_arguments(server)
-    return server
+        found = await self.client().context_for(self.namespace, conversation)
+        if found is None:
+            return {"context": None, "ready": False}
+        return {**_context_answer(found.result), "ready": True, "age_seconds": round(found.age_seconds, 3),
+                "stale": found.stale, "newer_pending": found.newer_pending}
 
 
 def check_loopback(host: str) -> None:

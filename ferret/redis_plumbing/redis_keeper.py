@@ -25,6 +25,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ferret.redis_plumbing.server_process import shut_down_saving, wait_until_answering
+
 KEEPER_NAME = "ferret-keeper"
 STATE_FILE = "keeper.json"
 SOCKET_FILE = "redis.sock"
@@ -62,7 +64,6 @@ class Keeper:
             time.sleep(0.05)
 
     def run(self, binary: str) -> int:
-        from ferret.redis_plumbing.embedded_redis import wait_until_answering
 
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
@@ -105,7 +106,6 @@ class Keeper:
             self._nap()
 
     def _shut_down(self, client: redis.Redis, server: subprocess.Popen[bytes]) -> None:
-        from ferret.redis_plumbing.embedded_redis import shut_down_saving
 
         client.close()
         if server.poll() is None:

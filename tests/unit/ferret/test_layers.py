@@ -79,3 +79,34 @@ def test_the_install_claims_one_top_level_name():
             "'benchmarks') if u.find_spec(n)])"
     outside = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd="/")
     assert outside.stdout.strip() == "[]", outside.stdout
+
+
+def _imports_of(name: str, text: str, known: dict[str, str]) -> set[str]:
+    """The Ferret modules ``text`` imports, lazily too; the package's facade (``ferret``) left out."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ferret"):
+            if node.module in known and node.module != "ferret":
+                found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in known)
+    return found - {name}
+
+
+def test_no_modules_import_each_other_even_lazily():
+    known = _modules()
+    graph = {name: _imports_of(name, text, known) for name, text in known.items()}
+    seen: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        seen[name] = 1
+        for other in sorted(graph[name]):
+            assert seen.get(other) != 1, " -> ".join([*path, name, other])
+            if other not in seen:
+                visit(other, [*path, name])
+        seen[name] = 2
+
+    for name in sorted(graph):
+        if name not in seen:
+            visit(name, [])
