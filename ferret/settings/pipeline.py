@@ -71,8 +71,11 @@ class SectionSettings(Strict):
     section's words. Kinds and words are kept in lower case."""
 
     kinds: dict[str, Section] = DEFAULT_KINDS
+    """Memory kind (its subtype without custom:, else its type) -> section; added to the shipped table."""
     default: Section = Section.KNOWLEDGE
+    """The section of a memory whose kind is not in kinds and whose backend named none."""
     intent_words: dict[Section, tuple[str, ...]] = DEFAULT_INTENT_WORDS
+    """Section -> words or phrases that, in a query, make it about that section (whole words, any case)."""
 
     @field_validator("default", mode="before")
     @classmethod
@@ -114,30 +117,43 @@ class PipelineSettings(Strict):
     """Retrieval pipeline knobs (seed 000, deployed values)."""
 
     enabled: bool = True
+    """The whole multi-pass pipeline; false: one plain search, formatted (the off switch)."""
     quality_threshold: float = Field(0.20, ge=0, le=1)
+    """A sub-query whose best score is below this is weak: the quality gate retries it once, reformulated."""
     relevance_ratio: float = Field(0.4, ge=0, le=1)
+    """The dynamic cutoff: results scoring below top score x this are dropped (the coverage guarantee aside)."""
     max_results: int = Field(20, ge=1, le=200)
+    """The hard cap on results a job returns (a request's options.max_results may ask for fewer)."""
     min_results: int = Field(10, ge=0, le=200)
+    """Results kept whatever the cutoff says, when there are that many candidates."""
     # Asked for max_results: candidates the dynamic cutoff dropped that score at least this come back,
     # up to max_results (None: the cutoff alone decides).
     good_score: float | None = Field(0.1, ge=0, le=1)
     max_sub_queries: int = Field(4, ge=1, le=10)
+    """At most this many parts when a compound question is split."""
     max_retries: int = Field(1, ge=0, le=3)
+    """Quality-gate retries per sub-query (seed 000: one smart retry)."""
     # A sub-query whose search and retry found nothing gets one more try: the semantic retriever when it is
     # on, else the words that begin with its words ("fly" -> "flights").
     widen_empty_parts: bool = True
     timeout_seconds: float = Field(3.0, gt=0, le=600)
+    """The retrieval stages' budget (all searches, retries, replacements), capped by the job's deadline."""
     search_limit_per_query: int = Field(25, ge=1, le=500)
+    """Hits each search asks the backend for (x moderate_depth_factor on a MODERATE route)."""
     replacement_floor: float = Field(0.25, ge=0, le=1)
+    """Results below this score get one replacement search from their title (when max_replacements > 0)."""
     # Replace-weak is off by default (the spec's 2 when on): it changed nothing measurable on LoCoMo's
     # left-out folds (README "Retrieval quality").
     max_replacements: int = Field(0, ge=0, le=20)
     intent_boost: float = Field(1.3, ge=1.0, le=5.0)
+    """Score multiplier for hits in a section the query is about (seed 003); original_score is kept."""
     # A hit by or about a name the question names (a transcript line's speaker, its title's names):
     # score x subject_boost (worker/pipeline/subjects.py; 1.0 switches it off).
     subject_boost: float = Field(2.0, ge=1.0, le=5.0)
     max_context_tokens: int = Field(4000, ge=50, le=200_000)
+    """The formatted context's size cap, in estimated tokens."""
     moderate_depth_factor: float = Field(1.5, ge=1.0, le=4.0)
+    """Search depth multiplier for queries routed MODERATE."""
     # Seed 000: messages with nothing to search get an ``ok`` result without a search (case and punctuation
     # aside), and a leading timestamp is stripped before retrieval.
     trivial_messages: tuple[str, ...] = (
@@ -147,5 +163,6 @@ class PipelineSettings(Strict):
         "danke", "ja", "nein", "gut", "alles klar",
     )
     strip_timestamps: bool = True
+    """Take a leading timestamp off a message before retrieval (seed 000)."""
     fusion: FusionSettings = FusionSettings()
     sections: SectionSettings = SectionSettings()

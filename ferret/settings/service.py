@@ -18,8 +18,12 @@ class RedisSettings(Strict):
     ``ferret redis stop``)."""
 
     url: str | None = None
+    """The queue Redis (queues, results, traces, and memories unless backend.local.store_url): redis://, rediss://,
+    unix://, redis+sentinel://, redis+cluster://. Unset: the shared embedded server."""
     embedded_dir: str = "~/.local/share/ferret/redis"
+    """Where the shared embedded redis-server keeps its data, socket and state."""
     embedded_idle_seconds: float = Field(default=900.0, ge=0)
+    """The embedded server stops after this long with no client (0: only on 'ferret redis stop')."""
     # Failover (Redis Sentinel): Redis replicates asynchronously, so a write the primary
     # acknowledged can be lost when a replica is promoted. With min_replicas_acked > 0 every
     # enqueue and every result write waits (WAIT) until that many replicas have it, at most
@@ -27,7 +31,10 @@ class RedisSettings(Strict):
     # job still exists and enqueues it again if a failover lost it (0: never).
     min_replicas_acked: int = Field(default=0, ge=0, le=16)
     replica_ack_timeout_ms: int = Field(default=1000, ge=1, le=60_000)
+    """How long an enqueue or a result write waits for min_replicas_acked replicas."""
     failover_check_seconds: float = Field(default=2.0, ge=0)
+    """A waiting producer checks this often that its job still exists, and enqueues it again if a failover lost it (0:
+    never)."""
 
 
 class TracingSettings(Strict):
@@ -37,11 +44,14 @@ class TracingSettings(Strict):
     spans there, in the background (needs the ``otlp`` extra)."""
 
     otlp_endpoint: str | None = None
+    """An OTLP/HTTP traces URL that every job's spans are also exported to (needs the otlp extra)."""
     otlp_timeout_seconds: float = Field(5.0, gt=0, le=60)
+    """One OTLP export, at most."""
     # The share of ``ok`` jobs whose trace is kept in Redis (chosen by trace id, so every
     # worker keeps the same ones); a job that ends otherwise always keeps its trace.
     redis_sample_rate: float = Field(1.0, ge=0, le=1)
     service_name: str = Field("ferret-worker", min_length=1, max_length=200)
+    """The service.name of exported spans."""
 
 
 class ServiceSettings(Strict):
@@ -57,17 +67,26 @@ class ServiceSettings(Strict):
     result_ttl_seconds: int = Field(3_600, ge=1)  # prefetch
     trace_ttl_seconds: int = Field(21_600, ge=1)  # prefetch
     batch_result_ttl_seconds: int = Field(3_600, ge=1)
+    """How long a batch job's result stays in Redis."""
     batch_trace_ttl_seconds: int = Field(3_600, ge=1)
+    """How long a batch job's trace stays in Redis."""
     prefetch_deadline_seconds: float = Field(5.0, gt=0, le=3600)
+    """A prefetch job's deadline when the request names none."""
     batch_deadline_seconds: float = Field(600.0, gt=0, le=86_400)
+    """A batch job's deadline when the request names none."""
     hard_timeout_grace_seconds: float = Field(2.0, ge=0.5, le=600)
+    """RQ's hard timeout is the deadline plus this: a job that overruns its deadline is killed."""
     record_query_text: bool = True
+    """Keep query text in traces and stats; false: only lengths and counts."""
     worker_class: Literal["simple", "fork"] = "simple"
+    """simple: jobs run in the worker process (warm caches); fork: each job in a forked work horse (isolation)."""
     # A worker that stops heart-beating this long is dead; its jobs are re-run
     # (time left, not re-run before) or end "failed". Checked every reaper_interval.
     worker_ttl_seconds: int = Field(16, ge=5, le=3600)
     reaper_interval_seconds: float = Field(1.0, gt=0, le=600)
+    """How often a worker looks for jobs of dead workers."""
     max_reruns: int = Field(1, ge=0, le=5)
+    """How many times a dead worker's job is run again (time left permitting) before it ends failed."""
     # How often one worker trims RQ's registries and sweeps the intermediate queue (RQ's default).
     maintenance_interval_seconds: int = Field(600, ge=1, le=86_400)
     # RQ's bookkeeping without repeats (ferret.rq_layer.bookkeeping); false: stock RQ's, every write it makes.
@@ -78,14 +97,23 @@ class LimitSettings(Strict):
     """Input and output limits, all enforced at the producer and the worker."""
 
     max_query_chars: int = Field(8000, ge=1, le=1_000_000)
+    """The longest query accepted."""
     max_history_turns: int = Field(10, ge=0, le=100)
+    """The most conversation turns a request may carry."""
     max_history_turn_chars: int = Field(4000, ge=1, le=1_000_000)
+    """The longest history turn accepted."""
     max_namespace_chars: int = Field(64, ge=1, le=256)
+    """The longest namespace accepted."""
     max_request_id_chars: int = Field(128, ge=1, le=512)
+    """The longest request id accepted."""
     max_results: int = Field(100, ge=1, le=1000)
+    """The largest options.max_results a request may ask for."""
     max_deadline_seconds: float = Field(86_400.0, gt=0)
+    """The longest deadline a request may ask for."""
     max_trace_spans: int = Field(500, ge=10)
+    """Spans kept in one job's trace; past it, spans are dropped and counted."""
     max_result_bytes: int = Field(2_000_000, ge=10_000)
+    """A result larger than this is cut (its context and last results) and marked truncated."""
     # A job's data as RQ stores it (zlib) may inflate to at most this; past it the job is refused
     # (a zlib bomb costs a worker at most this). Unset: from the limits above (at least 1 MiB).
     max_job_data_bytes: int | None = Field(None, ge=10_000, le=1_000_000_000)
@@ -103,8 +131,11 @@ class CacheSettings(Strict):
     """Retrieval cache in Redis, shared by all workers; coalescing of identical prefetch requests."""
 
     enabled: bool = True
+    """The retrieval cache: the same request at the same memory version answers from Redis."""
     ttl_seconds: int = Field(300, ge=1, le=86_400)
+    """How long a cache entry may be served."""
     coalesce: bool = True
+    """Identical prefetch requests in flight at once run as one job."""
     # A remote backend (nous) has no version Ferret can see: writes through Ferret invalidate at once,
     # writes made to the server directly are seen after at most this long (the TTL of its entries).
     remote_staleness_seconds: int = Field(10, ge=1, le=3600)
@@ -122,9 +153,13 @@ class BreakerSettings(Strict):
     endpoint on every worker for ``cooldown_seconds``; then one failure opens it again, one success closes it."""
 
     enabled: bool = True
+    """Circuit breakers for outside endpoints (chat, embeddings, Nous)."""
     failures: int = Field(5, ge=1, le=1000)
+    """Failures in a row within window_seconds that open an endpoint's circuit."""
     window_seconds: float = Field(30.0, gt=0, le=3600)
+    """The window those failures must fall in."""
     cooldown_seconds: float = Field(10.0, gt=0, le=3600)
+    """How long an open circuit skips its endpoint on every worker."""
 
 
 class SecuritySettings(Strict):

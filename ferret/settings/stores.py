@@ -13,12 +13,19 @@ class NousSettings(Strict):
     """HTTP client settings for a Nous memory server."""
 
     base_url: str = "http://127.0.0.1:3100/v1"
+    """The Nous server of the namespace \"default\"."""
     timeout_seconds: float = Field(2.0, gt=0, le=60)
+    """One HTTP call to Nous, at most (and never past the job's deadline)."""
     connect_timeout_seconds: float = Field(0.5, gt=0, le=30)
+    """Connecting to Nous, at most."""
     api_key: str | None = None
+    """Sent as a bearer token to Nous; never logged."""
     max_limit: int = Field(33, ge=1, le=33)
+    """The largest limit Nous accepts per search (its own cap is 33)."""
     use_remote_classifier: bool = False
+    """Also ask Nous's /v1/classify-query; its failure never fails a job."""
     max_connections: int = Field(20, ge=1, le=1000)
+    """Pooled HTTP connections per worker process to each Nous server."""
     # A Nous server holds one tenant's memories: base_url serves the namespace "default";
     # every other namespace needs its own server here (namespace -> base URL), else it is refused.
     namespaces: dict[str, str] = {}
@@ -53,6 +60,7 @@ class LocalSettings(Strict):
     # holds the memories and the change log).
     fold_changes: int = Field(32, ge=1, le=100_000)
     fold_seconds: float = Field(30.0, ge=0, le=3600)
+    """After a job, staged writes this old are committed to the index (see fold_changes)."""
     # Where the memories live (unset: the queue Redis). Any Redis URL, including
     # redis+sentinel://... and a Redis Cluster, redis+cluster://host:port[,host:port...]
     # (see ferret.redis_plumbing.store_conn); queues, results and traces stay on redis.url.
@@ -62,10 +70,12 @@ class LocalSettings(Strict):
     # "not replicated" and should be written again). 0: acknowledged by the primary alone.
     store_min_replicas_acked: int = Field(0, ge=0, le=16)
     store_replica_ack_timeout_ms: int = Field(1000, ge=1, le=60_000)
+    """How long a memory write waits for store_min_replicas_acked replicas."""
 
 
 class BackendSettings(Strict):
     kind: Literal["local", "nous"] = "local"
+    """Where memories are searched: local (Ferret's own index on Redis) or nous (a Nous server over HTTP)."""
     nous: NousSettings = NousSettings()
     local: LocalSettings = LocalSettings()
 
@@ -78,8 +88,11 @@ class SemanticSettings(Strict):
     (``pip install 'ferret[semantic]'``); nothing is downloaded at run time."""
 
     enabled: bool = False
+    """The semantic retriever: memories' embeddings, computed when written, searched by the query's."""
     provider: Literal["endpoint", "local_model"] = "local_model"
+    """endpoint: an OpenAI-compatible /v1/embeddings; local_model: all-MiniLM-L6-v2 on the CPU (the semantic extra)."""
     base_url: str = "http://127.0.0.1:11434/v1"
+    """The embeddings endpoint (provider endpoint)."""
     model: str = "all-minilm"  # the endpoint's model name
     api_key: SecretStr | None = None  # never logged
     timeout_seconds: float = Field(5.0, gt=0, le=600)  # one embeddings call
@@ -95,6 +108,7 @@ class CoRetrievalSettings(Strict):
     """
 
     enabled: bool = False
+    """Strengthen links between memories retrieved together (seed 000), after each job."""
     amount: float = Field(0.03, gt=0, le=1)  # automatic retrieval
     explicit_amount: float = Field(0.05, gt=0, le=1)  # requests with options.recall = "explicit"
     on_batch: bool = False  # batch re-runs do not strengthen: re-running thousands would inflate links

@@ -10,4 +10,5 @@ ENV_TEST_PREFIX = "FERRET_TEST_"  # the test suite's own variables (FERRET_TEST_
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A field's docstring is its meaning (the reference pages and ``ferret config show`` read it).
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
