@@ -92,6 +92,7 @@ def affinity_pattern(namespace: str) -> str:
 
 
 def result(job_id: str) -> str:
+    """String: a job's final result (packed JSON, signed when signing is on), for result TTL seconds."""
     return f"{PREFIX}:result:{job_id}"
 
 
@@ -113,6 +114,7 @@ def superseded_count() -> str:
 
 
 def trace(trace_id: str) -> str:
+    """String: a job's trace (its spans as packed JSON), for trace TTL seconds."""
     return f"{PREFIX}:trace:{trace_id}"
 
 

@@ -74,19 +74,30 @@ class Memory(BaseModel):
     malformed (no id, a number where text belongs, no text at all) is refused
     naming the field."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
     id: str = Field(min_length=1, max_length=256)
+    """Unique within its namespace; writing the same id again replaces the memory. No control characters."""
     type: str = "concept"
+    """What kind of memory: event, preference, fact, procedure, plan, ... (with subtype, decides the section)."""
     subtype: str | None = None
+    """A finer kind (``custom:recipe``); when given, it decides the section instead of type."""
     content_title: str = ""
+    """A short title: searched, and shown first in the context."""
     content_body: str = ""
+    """The text (a JSON body's ``text`` field is its text). At least one of title, body and summary is needed."""
     content_summary: str = ""
+    """A summary, searched and shown when there is no body."""
     provenance_created_at: str | None = None
+    """When the memory was written (ISO 8601); ``filters.time_range`` of type ``ingestion`` selects by it."""
     temporal_event_time: str | None = None
+    """When what it describes happened (ISO 8601); ``filters.time_range`` of type ``event`` selects by it."""
     state_lifecycle: str | None = None
+    """ACTIVE, ARCHIVED, ...: ``filters.lifecycle`` selects by it."""
     cluster_ids: tuple[str, ...] = ()
+    """Clusters it belongs to: ``filters.cluster_ids`` selects by them."""
     memory_section: Section | None = None
+    """EPISODIC, SIGNALS, KNOWLEDGE or PROCEDURAL, when the memory names its own section (Nous does)."""
 
     @field_validator("type", "content_title", "content_body", "content_summary", "cluster_ids", mode="before")
     @classmethod

@@ -1,17 +1,24 @@
 """Batch reprocessing: many requests from JSONL, results to JSONL, resumable.
 
-Each input line is a request object (at least ``query``). Lines without a
-``request_id`` get one derived from the line number and content, so a
-re-run names the same jobs. ``resume`` skips lines whose final result is
-already in the output file and re-enqueues only those with no final result
-(enqueueing is idempotent, so jobs still queued or running are not doubled).
-Invalid lines are written to the output as ``failed`` with the error.
+Each input line is a request object (at least ``query``). A run is a new
+computation: it gets a run id of its own (kept beside the output file, in
+``OUT.run.json``), and a line without a ``request_id`` is named by the run,
+its line number and its content, so running the file again after a memory
+or settings change computes every such line anew. ``resume`` continues the
+run recorded for the output file: lines whose final result is already in it
+are skipped, the others enqueued again under the same ids (enqueueing is
+idempotent, so jobs still queued or running are not doubled). A line with its
+own ``request_id`` keeps it: the same id is the same job while its claim
+lasts, so a re-run answers such a line with the earlier job; that line is
+counted as ``reused`` and marked so in the output. Invalid lines are written
+to the output as ``failed`` with the error.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -24,26 +31,58 @@ from ferret.errors import BadResult, InvalidRequest, ResultTimeout
 from ferret.json_input import parse_object
 from ferret.producer.client import JobHandle, Producer
 
+RUN_SUFFIX = ".run.json"
+
 
 @dataclass
 class BatchSummary:
+    run: str = ""
     total: int = 0
     skipped_done: int = 0
     enqueued: int = 0
+    reused: int = 0  # lines whose own request_id named an earlier job: its answer, not a new one
     invalid: int = 0
     unfinished: int = 0
     bad_results: int = 0  # what was stored as the answer was not one, or not this line's (forged, corrupt)
     by_status: Counter[str] = field(default_factory=Counter)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"total": self.total, "skipped_done": self.skipped_done, "enqueued": self.enqueued,
+        return {"run": self.run, "total": self.total, "skipped_done": self.skipped_done, "enqueued": self.enqueued,
+                "reused": self.reused,
                 "invalid": self.invalid, "unfinished": self.unfinished, "bad_results": self.bad_results,
                 "by_status": dict(self.by_status)}
 
 
-def derived_request_id(prefix: str, number: int, line: str) -> str:
+def derived_request_id(run: str, number: int, line: str) -> str:
+    """The request id of a line with none of its own: the run's id, the line's number and a digest of it."""
     digest = hashlib.sha256(line.strip().encode()).hexdigest()[:12]
-    return f"{prefix}-{number}-{digest}"
+    return f"{run}-{number}-{digest}"
+
+
+def run_file(out_path: Path) -> Path:
+    return out_path.with_name(out_path.name + RUN_SUFFIX)
+
+
+def new_run(out_path: Path) -> str:
+    """A fresh run id, recorded beside the output file (``--resume`` reads it)."""
+    run = "run-" + secrets.token_hex(6)
+    run_file(out_path).write_text(json.dumps({"run": run, "output": out_path.name}) + "\n")
+    return run
+
+
+def recorded_run(out_path: Path) -> str:
+    """The run recorded for ``out_path``; InvalidRequest (``--resume``) when there is none to continue."""
+    try:
+        data = json.loads(run_file(out_path).read_text())
+        run = data["run"]
+    except FileNotFoundError:
+        raise InvalidRequest("--resume", f"no run is recorded for {out_path} ({run_file(out_path).name} is "
+                                         "missing): run without --resume to compute every line") from None
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InvalidRequest("--resume", f"{run_file(out_path)} is not a run record: run without --resume") from None
+    if not isinstance(run, str) or not run.startswith("run-") or not run[4:].isalnum():
+        raise InvalidRequest("--resume", f"{run_file(out_path)} names no valid run: run without --resume")
+    return run
 
 
 def done_request_ids(out_path: Path) -> set[str]:
@@ -62,14 +101,16 @@ def done_request_ids(out_path: Path) -> set[str]:
     return done
 
 
-def _request_of(line: str, number: int, prefix: str, cache: bool) -> dict[str, Any]:
+def _request_of(line: str, number: int, run: str, cache: bool) -> tuple[dict[str, Any], bool]:
+    """The line's request, and whether it named its own request id."""
     data = parse_object(line, "line")
+    own_id = "request_id" in data
     data.setdefault("queue", "batch")
-    data.setdefault("request_id", derived_request_id(prefix, number, line))
+    data.setdefault("request_id", derived_request_id(run, number, line))
     options = data.get("options", {})
     if not cache and isinstance(options, dict):  # a line's own choice wins
         data["options"] = {"cache": False, **options}
-    return data
+    return data, own_id
 
 
 def _write(out: IO[str], row: dict[str, Any]) -> None:
@@ -100,34 +141,40 @@ class NoProgress:
 
 
 def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resume: bool = False,
-              prefix: str = "batch", wait_seconds: float = 3600.0, cache: bool = True,
+              wait_seconds: float = 3600.0, cache: bool = True,
               progress: BatchProgress | None = None) -> BatchSummary:
     """Enqueue every line, then write each final result as it is read."""
     progress = progress or NoProgress()
-    summary = BatchSummary()
+    run = recorded_run(out_path) if resume else new_run(out_path)
+    summary = BatchSummary(run=run)
     done = done_request_ids(out_path) if resume else set()
-    pending: list[tuple[int, JobHandle]] = []
+    pending: list[tuple[int, JobHandle, bool]] = []  # line, job, whether an earlier run's job answers it
     with out_path.open("a" if resume else "w", encoding="utf-8") as out:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             summary.total += 1
             try:
-                request = _request_of(line, number, prefix, cache)
+                request, own_id = _request_of(line, number, run, cache)
                 if request["request_id"] in done:
                     summary.skipped_done += 1
                 else:
-                    pending.append((number, producer.enqueue(request)))
+                    handle = producer.enqueue(request)
+                    # An id of the line's own that an earlier job holds: that job's answer, not a new one (a
+                    # resumed run joining its own jobs is not that).
+                    reused = own_id and not resume and handle.duplicate and not handle.coalesced
+                    pending.append((number, handle, reused))
                     summary.enqueued += 1
+                    summary.reused += reused
             except InvalidRequest as exc:
                 summary.invalid += 1
                 summary.by_status["failed"] += 1
-                _write(out, {"line": number, "request_id": derived_request_id(prefix, number, line),
+                _write(out, {"line": number, "request_id": derived_request_id(run, number, line),
                              "status": "failed", "error": f"invalid request: {exc}"})
             progress.line_done()
         progress.waiting_for(len(pending))
         deadline = time.monotonic() + wait_seconds
-        for number, handle in pending:
+        for number, handle, reused in pending:
             try:
                 result = producer.wait(handle, max(0.0, deadline - time.monotonic()))
             except ResultTimeout:
@@ -142,5 +189,5 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                 continue
             progress.collected(result.status)
             summary.by_status[result.status] += 1
-            _write(out, {"line": number, **result.model_dump(mode="json")})
+            _write(out, {"line": number, **({"reused": True} if reused else {}), **result.model_dump(mode="json")})
     return summary

@@ -59,14 +59,21 @@ class IndexBytesCollector(Collector):
     def __init__(self, root: Path) -> None:
         self.root = root
 
+    @staticmethod
+    def families() -> list[GaugeMetricFamily]:
+        """What it exports, with no samples (the reference pages read them)."""
+        return [GaugeMetricFamily("ferret_index_bytes", "Bytes held by this worker's local indexes "
+                                  "(memory-mapped when open); bounded by backend.local.index_memory_mb.")]
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         total = 0
         with contextlib.suppress(FileNotFoundError):
             for namespace_dir in os.scandir(self.root):
                 if namespace_dir.is_dir():
                     total += directory_bytes(Path(namespace_dir.path))
-        yield GaugeMetricFamily("ferret_index_bytes", "Bytes held by this worker's local indexes "
-                                "(memory-mapped when open); bounded by backend.local.index_memory_mb.", value=total)
+        family, = self.families()
+        family.add_metric([], total)
+        yield family
 
 
 def _enqueued_at(raw: object) -> float | None:
@@ -86,9 +93,14 @@ class CircuitCollector(Collector):
     def __init__(self, health: EndpointHealth) -> None:
         self.health = health
 
+    @staticmethod
+    def families() -> list[GaugeMetricFamily]:
+        """What it exports, with no samples (the reference pages read them)."""
+        return [GaugeMetricFamily("ferret_endpoint_circuit_open", "1 while an outside endpoint's circuit is open "
+                                  "(its calls skipped on every worker), else 0.", labels=["endpoint"])]
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        family = GaugeMetricFamily("ferret_endpoint_circuit_open", "1 while an outside endpoint's circuit is open "
-                                   "(its calls skipped on every worker), else 0.", labels=["endpoint"])
+        family, = self.families()
         for endpoint, breaker in sorted(self.health.breakers.items()):
             family.add_metric([endpoint], 1.0 if breaker.is_open() else 0.0)
         yield family
@@ -105,11 +117,19 @@ class QueueDepthCollector(Collector):
         self.queues = queues
         self.now = now
 
+    @staticmethod
+    def families() -> list[GaugeMetricFamily | CounterMetricFamily]:
+        """What it exports, with no samples (the reference pages read them)."""
+        return [GaugeMetricFamily("ferret_queue_depth", "Jobs waiting in each queue.", labels=["queue"]),
+                GaugeMetricFamily("ferret_queue_oldest_wait_seconds",
+                                  "How long the job at the head of each queue has waited (0: empty).",
+                                  labels=["queue"]),
+                CounterMetricFamily("ferret_superseded", "Prefetches a newer one of their conversation took "
+                                    "off the queue (not run; ended expired, stats.superseded_by). Shared by "
+                                    "all workers: one Redis counter.")]
+
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-        family = GaugeMetricFamily("ferret_queue_depth", "Jobs waiting in each queue.", labels=["queue"])
-        oldest = GaugeMetricFamily("ferret_queue_oldest_wait_seconds",
-                                   "How long the job at the head of each queue has waited (0: empty).",
-                                   labels=["queue"])
+        family, oldest, superseded = self.families()
         try:
             with self.client.pipeline(transaction=False) as pipe:
                 for queue in self.queues:
@@ -132,9 +152,6 @@ class QueueDepthCollector(Collector):
             oldest.add_metric([queue], max(0.0, now - enqueued) if enqueued is not None else 0.0)
         yield family
         yield oldest
-        superseded = CounterMetricFamily("ferret_superseded", "Prefetches a newer one of their conversation took "
-                                         "off the queue (not run; ended expired, stats.superseded_by). Shared by "
-                                         "all workers: one Redis counter.")
         try:
             superseded.add_metric([], float(int(superseded_count or 0)))
         except ValueError:  # not a number: not ours

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -17,7 +19,9 @@ from ferret.errors import FerretError
 @click.argument("input_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file the results are written to.")
-@click.option("--resume", is_flag=True, help="Keep OUT and re-enqueue only lines with no final result.")
+@click.option("--resume", is_flag=True,
+              help="Continue the run recorded for OUT (OUT.run.json): keep OUT, enqueue only lines with no final "
+                   "result, under the same request ids.")
 @click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=3600.0, show_default=True,
               help="Seconds to wait for all results.")
 @click.option("--no-cache", is_flag=True,
@@ -34,32 +38,58 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
     A line of OUT is its final result, in input order:
       {"line": 1, "request_id": "q-17", "job_id": "fr-r-...", "status": "ok",
        "results": [{"id": "m1", "score": 1.3, ...}], "context": "- ...", ...}
-    A line without a request_id gets one from the file name, line number and
-    content, so --resume finds it again. Exit 0 when every line has an answer
-    (ok or partial), 1 when some failed, expired or were invalid."""
+    \b
+    Every run computes every line anew: a run has its own id (kept in
+    OUT.run.json), and a line without a request_id is named by the run, its
+    line number and its content. Running the same file again after a memory
+    or settings change therefore gives fresh answers. --resume continues the
+    run recorded for OUT instead (an interrupted or unfinished one): lines
+    already answered in OUT are kept, the rest enqueued again under the same
+    ids, never twice. A line with its own request_id keeps it, and the same
+    id is the same job while its claim lasts (an hour by default): a re-run
+    then answers it with the earlier job, and the summary counts it as
+    "reused" (its output line says "reused": true); drop the request_id, or
+    give a new one, for a fresh answer.
+
+    \b
+    Exit 0 when every line has an answer (ok or partial), 1 when some failed,
+    expired or were invalid, 5 when some had no final answer within --wait
+    (continue with --resume)."""
     from ferret.cli.render import BatchProgressBars
     from ferret.producer.batch import run_batch
     from ferret.producer.client import Producer
 
     lines = input_file.read_text(encoding="utf-8", errors="replace").splitlines()
     total = sum(1 for line in lines if line.strip())
+    again = f"ferret batch {input_file} --out {out_path} --resume"
+    signal.signal(signal.SIGTERM, _interrupted)  # a stop asked for says how to finish, as Ctrl-C does
     try:
         with connected(ctx) as client:
             producer = Producer(client, settings_of(ctx))
             with BatchProgressBars(total) as bars:
-                summary = run_batch(producer, lines, out_path, resume=resume, prefix=input_file.stem,
-                                    wait_seconds=wait_seconds, cache=not no_cache, progress=bars)
+                summary = run_batch(producer, lines, out_path, resume=resume, wait_seconds=wait_seconds,
+                                    cache=not no_cache, progress=bars)
     except FerretError as exc:
         fail(exc)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: nothing already enqueued is lost; finish the run with: {again}", err=True)
+        sys.exit(130)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.by_status.items())) or "none"
-    click.echo(f"{summary.total} requests: {counts}; {summary.skipped_done} already done, "
-               f"{summary.unfinished} unfinished" + (f", {summary.bad_results} with a forged or corrupt result "
-                                                     "(error: in their output lines)" if summary.bad_results else ""),
-               err=True)
+    reused = (f", {summary.reused} reused (their own request_id named an earlier job: its answer, not a new one; "
+              "drop or change the request_id for a fresh answer)") if summary.reused else ""
+    click.echo(f"{summary.total} requests ({'resumed' if resume else 'new'} run {summary.run}): {counts}; "
+               f"{summary.skipped_done} already done, {summary.unfinished} unfinished{reused}"
+               + (f", {summary.bad_results} with a forged or corrupt result (error: in their output lines)"
+                  if summary.bad_results else ""), err=True)
     click.echo(json.dumps(summary.to_dict()))
     if summary.bad_results:
         sys.exit(exit_codes.BAD_RESULT)
     if summary.unfinished:
+        click.echo(f"{summary.unfinished} line(s) have no final answer yet; continue with: {again}", err=True)
         sys.exit(exit_codes.NOT_YET)
     if summary.invalid or summary.by_status.get("failed") or summary.by_status.get("expired"):
         sys.exit(exit_codes.PARTLY)
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

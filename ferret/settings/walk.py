@@ -22,6 +22,9 @@ _BOUNDS = ((Ge, "ge", ">="), (Gt, "gt", ">"), (Le, "le", "<="), (Lt, "lt", "<"),
            (MaxLen, "max_length", "length <="))
 
 
+REQUIRED = "(required)"  # a field with no default
+
+
 @dataclass(frozen=True)
 class Leaf:
     path: str  # dotted: pipeline.fusion.semantic_share
@@ -99,6 +102,6 @@ def leaves(model: type[BaseModel], prefix: str = "") -> list[Leaf]:
             found += leaves(annotation, path + ".")
             continue
         meaning = (info.description or comments.get(name) or "").strip()
-        found.append(Leaf(path, _type_name(annotation), info.get_default(call_default_factory=True),
-                          _bounds(info), meaning))
+        default = REQUIRED if info.is_required() else info.get_default(call_default_factory=True)
+        found.append(Leaf(path, _type_name(annotation), default, _bounds(info), meaning))
     return found

@@ -18,7 +18,7 @@ from rq.registry import FailedJobRegistry
 
 from ferret.ingest import parse_memory_lines
 from ferret.job_ids import job_id_for
-from ferret.producer.batch import derived_request_id
+from ferret.producer.batch import derived_request_id, recorded_run
 from ferret.worker.backends.local import MemoryStore
 from tests.conftest import ROOT, SAMPLE, RedisServer
 
@@ -113,7 +113,7 @@ def test_resume_reenqueues_a_request_rq_ended_without_a_ferret_result(tmp_path, 
                            capture_output=True, text=True, timeout=60)
     assert first.returncode == 5 and _rows(out) == []  # no worker yet: all unfinished (exit 5: not yet)
     # RQ ended line 3's job as failed (say, a worker died under OOM) and no Ferret result was written.
-    lost = job_id_for("sample", derived_request_id("lost", 3, lines[2]))
+    lost = job_id_for("sample", derived_request_id(recorded_run(out), 3, lines[2]))
     queue = Queue("batch", connection=admin)
     assert admin.lrem(queue.key, 1, lost) == 1
     job = Job.fetch(lost, connection=admin)

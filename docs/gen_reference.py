@@ -1,0 +1,13 @@
+"""Run by mkdocs-gen-files at every build: writes the reference pages from the code."""
+
+import sys
+from pathlib import Path
+
+import mkdocs_gen_files
+
+sys.path.insert(0, str(Path(__file__).parent))
+from reference_pages import PAGES
+
+for path, render in PAGES.items():
+    with mkdocs_gen_files.open(path, "w") as page:
+        page.write(render())

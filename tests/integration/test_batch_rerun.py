@@ -1,0 +1,85 @@
+"""Re-running stored queries after a change (ferret batch) computes them anew, with real workers: a memory
+written between two runs shows in the second; a line that names its own request id is answered by its
+earlier job and said so; the file's name decides nothing; an interrupted run says how to finish it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+from ferret.records import Memory
+from ferret.worker.backends.local import MemoryStore
+
+
+def _batch(env, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ferret.cli.main", "batch", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _rows(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_second_run_after_a_memory_change_computes_every_line_anew(tmp_path, env, redis_client,
+                                                                     sample_namespace, start_workers):
+    start_workers(1)
+    source = tmp_path / "ft_in_w+30s.jsonl"  # a name no request id could be made of: it no longer matters
+    queries = ["zebra migration notes", "BTC thesis", "SOL trade"]
+    source.write_text("".join(json.dumps({"query": q, "namespace": sample_namespace}) + "\n" for q in queries))
+    first = _batch(env, str(source), "--out", str(tmp_path / "r1.jsonl"), "--wait", "60")
+    assert first.returncode == 0, first.stderr
+    MemoryStore(redis_client, sample_namespace).upsert(
+        [Memory(id="zebra", content_title="Zebra migration notes", content_body="The zebra migration starts in July")])
+    second = _batch(env, str(source), "--out", str(tmp_path / "r2.jsonl"), "--wait", "60")
+    assert second.returncode == 0, second.stderr
+    one, two = _rows(tmp_path / "r1.jsonl"), _rows(tmp_path / "r2.jsonl")
+    assert {r["job_id"] for r in one}.isdisjoint({r["job_id"] for r in two})  # new jobs, run by the workers
+    assert "zebra" not in [r["id"] for r in one[0]["results"]]
+    assert two[0]["results"][0]["id"] == "zebra"  # the change is in the answer
+    summary = json.loads(second.stdout.splitlines()[-1])
+    assert summary["enqueued"] == 3 and summary["reused"] == 0 and summary["run"] != json.loads(
+        first.stdout.splitlines()[-1])["run"]
+    assert "new run" in second.stderr
+
+
+def test_a_line_with_its_own_request_id_is_answered_by_its_earlier_job_and_counted(tmp_path, env,
+                                                                                    sample_namespace, start_workers):
+    start_workers(1)
+    source = tmp_path / "named.jsonl"
+    source.write_text(json.dumps({"query": "BTC thesis", "namespace": sample_namespace, "request_id": "q-1"}) + "\n"
+                      + json.dumps({"query": "SOL trade", "namespace": sample_namespace}) + "\n")
+    assert _batch(env, str(source), "--out", str(tmp_path / "a.jsonl"), "--wait", "60").returncode == 0
+    again = _batch(env, str(source), "--out", str(tmp_path / "b.jsonl"), "--wait", "60")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout.splitlines()[-1])["reused"] == 1
+    assert "1 reused" in again.stderr and "drop or change the request_id" in again.stderr
+    first, second = _rows(tmp_path / "a.jsonl"), _rows(tmp_path / "b.jsonl")
+    assert second[0]["reused"] is True and second[0]["job_id"] == first[0]["job_id"]
+    assert "reused" not in second[1] and second[1]["job_id"] != first[1]["job_id"]
+
+
+def test_resume_needs_a_recorded_run(tmp_path, env):
+    source = tmp_path / "q.jsonl"
+    source.write_text(json.dumps({"query": "x"}) + "\n")
+    refused = _batch(env, str(source), "--out", str(tmp_path / "never.jsonl"), "--resume")
+    assert refused.returncode == 2 and "--resume" in refused.stderr and "run without --resume" in refused.stderr
+
+
+def test_a_run_stopped_while_enqueueing_says_how_to_finish_it(tmp_path, env, sample_namespace):
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(json.dumps({"query": f"BTC thesis {i}", "namespace": sample_namespace}) + "\n"
+                              for i in range(3000)))
+    out = tmp_path / "out.jsonl"
+    running = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "batch", str(source), "--out", str(out)],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "out.jsonl.run.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # some lines enqueued, not all (no worker runs: nothing finishes)
+    running.send_signal(signal.SIGTERM)
+    _, stderr = running.communicate(timeout=60)
+    assert running.returncode == 130, stderr
+    assert f"--out {out} --resume" in stderr
