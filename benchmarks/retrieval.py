@@ -67,7 +67,7 @@ def _pipeline(settings: PipelineSettings) -> System:
 def fusion_variants(base: PipelineSettings, semantic: bool) -> dict[str, PipelineSettings]:
     """Ferret with one retriever alone (no shift: it keeps its weight), and fused by the seed's table
     (with the semantic retriever taking half the text weight when embeddings are on); both search the
-    parts of a compound question with every retriever (the shipped settings do not: README)."""
+    parts of a compound question with every retriever (the shipped settings do not: docs/concepts/fusion.md)."""
     fusion = base.fusion
 
     def alone(text: float, graph: float, share: float) -> PipelineSettings:

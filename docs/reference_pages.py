@@ -252,3 +252,24 @@ def dashboard_page() -> str:
 
 
 PAGES["reference/dashboard.md"] = dashboard_page
+
+
+def alerts_page() -> str:
+    from pathlib import Path
+
+    import yaml
+
+    rules = yaml.safe_load((Path(__file__).resolve().parents[1] / "ops" / "prometheus" / "ferret-alerts.yml")
+                           .read_text())
+    rows = ["# Alerts", "", "Every alert of `ops/prometheus/ferret-alerts.yml` (generated from it; unit-tested with "
+            "`promtool test rules ops/prometheus/ferret-alerts.test.yml`).", "",
+            "| alert | severity | for | expression | summary |", "|---|---|---|---|---|"]
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            expression = " ".join(rule["expr"].split())
+            rows.append(f"| `{rule['alert']}` | {rule.get('labels', {}).get('severity', '')} | "
+                        f"{rule.get('for', '')} | `{_cell(expression)}` | {_cell(rule['annotations']['summary'])} |")
+    return "\n".join(rows) + "\n"
+
+
+PAGES["reference/alerts.md"] = alerts_page

@@ -5,7 +5,7 @@ for each, in English, French, Spanish and German.
 A memory's kind is its subtype (``custom:`` aside) when the table knows it,
 else its type. The general kinds come first; seed 003's trading subtypes are
 kept as the example it gave. ``pipeline.sections`` adds to or overrides both
-tables (README "Sections").
+tables (docs/concepts/sections.md).
 """
 
 from __future__ import annotations

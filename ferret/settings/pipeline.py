@@ -19,7 +19,7 @@ SEED_FUSION_WEIGHTS: dict[str, tuple[float, float]] = {
     "PROCEDURAL": (0.8, 0.2), "ANALYTICAL": (0.5, 0.5), "UNKNOWN": (0.6, 0.4),
 }
 QUERY_TYPES = tuple(SEED_FUSION_WEIGHTS)
-# What ships (chosen on the LoCoMo dev benchmark, see README "Fusion of retrievers").
+# What ships (chosen on the LoCoMo dev benchmark, see docs/concepts/fusion.md).
 DEFAULT_FUSION_WEIGHTS: dict[str, tuple[float, float]] = {name: (1.0, 0.0) for name in QUERY_TYPES}
 
 
@@ -33,7 +33,7 @@ class FusionSettings(Strict):
     # entity -> even. Off with the shipped table (an EXPLORATORY question would lose 70% of its lexical hits).
     seed_overrides: bool = False
     semantic_share: float = Field(0.2, ge=0, le=1)  # of the text weight, when the semantic retriever is available
-    # The parts of a decomposed question are searched without it (it lost on compound questions; README).
+    # The parts of a decomposed question are searched without it (it lost on compound questions; docs/concepts/fusion.md).
     semantic_on_parts: bool = False
     skip_threshold: float = Field(0.15, ge=0, le=1)  # a retriever weighted below this is not run
     # A retriever whose top score is under its threshold gives weight away; each on its own scale: the
@@ -143,7 +143,7 @@ class PipelineSettings(Strict):
     replacement_floor: float = Field(0.25, ge=0, le=1)
     """Results below this score get one replacement search from their title (when max_replacements > 0)."""
     # Replace-weak is off by default (the spec's 2 when on): it changed nothing measurable on LoCoMo's
-    # left-out folds (README "Retrieval quality").
+    # left-out folds (docs/evidence/retrieval.md).
     max_replacements: int = Field(0, ge=0, le=20)
     intent_boost: float = Field(1.3, ge=1.0, le=5.0)
     """Score multiplier for hits in a section the query is about (seed 003); original_score is kept."""

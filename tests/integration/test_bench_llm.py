@@ -1,5 +1,5 @@
 """``ferret bench llm`` end to end against a chat server on loopback that speaks the real protocol (the real
-model is measured by hand: README "The LLM stages on a real model")."""
+model is measured by hand: docs/guides/local-model.md)."""
 
 import json
 import re

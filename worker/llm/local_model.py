@@ -29,7 +29,7 @@ MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4.gguf"
 MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct"
 GGUF_MAGIC = b"GGUF"
 INSTALL_HINT = ("pip install --no-cache-dir -e '.[llm]' with CMAKE_ARGS set for a portable CPU target "
-                "(llama-cpp-python builds from source, ~4 min on 2 cores; README)")
+                "(llama-cpp-python builds from source, ~4 min on 2 cores; docs/guides/local-model.md)")
 
 
 def default_cache() -> Path:

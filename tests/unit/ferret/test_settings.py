@@ -9,7 +9,7 @@ def test_defaults_match_spec():
     assert (p.quality_threshold, p.relevance_ratio, p.max_results) == (0.20, 0.4, 20)
     assert (p.max_sub_queries, p.max_retries) == (4, 1)
     # replace-weak is off by default (max_replacements 0, the spec's 2 when switched on): on LoCoMo's left-out
-    # folds it changed no single question and 2 of 2,300 compound ones (README "Retrieval quality")
+    # folds it changed no single question and 2 of 2,300 compound ones (docs/evidence/retrieval.md)
     assert (p.timeout_seconds, p.search_limit_per_query, p.replacement_floor, p.max_replacements) == (3.0, 25, 0.25, 0)
     assert (p.intent_boost, p.max_context_tokens) == (1.3, 4000)
 
