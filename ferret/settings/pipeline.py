@@ -33,7 +33,8 @@ class FusionSettings(Strict):
     # entity -> even. Off with the shipped table (an EXPLORATORY question would lose 70% of its lexical hits).
     seed_overrides: bool = False
     semantic_share: float = Field(0.2, ge=0, le=1)  # of the text weight, when the semantic retriever is available
-    # The parts of a decomposed question are searched without it (it lost on compound questions; docs/concepts/fusion.md).
+    # The parts of a decomposed question are searched without it (it lost on compound questions: see
+    # docs/concepts/fusion.md).
     semantic_on_parts: bool = False
     skip_threshold: float = Field(0.15, ge=0, le=1)  # a retriever weighted below this is not run
     # A retriever whose top score is under its threshold gives weight away; each on its own scale: the

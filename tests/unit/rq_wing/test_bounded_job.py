@@ -34,7 +34,7 @@ def test_a_bomb_is_refused_having_cost_at_most_the_cap():
     started = time.perf_counter()
     with pytest.raises(JobDataTooLarge, match="inflates past 1,048,576 bytes"):
         inflate(bomb, CAP)
-    assert time.perf_counter() - started < 5  # (a generous bound; the benchmark figure is in docs/evidence/performance.md)
+    assert time.perf_counter() - started < 5  # generous; the benchmark: docs/evidence/performance.md
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 * 1024  # KiB: no 512 MiB buffer
 
 
