@@ -34,6 +34,14 @@ def metadata(item: ResultItem, result: RetrievalResult) -> dict[str, Any]:
             "status": result.status}
 
 
+def with_limit(request: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """``request`` with ``options.max_results`` set to ``limit`` (the framework's k), when one is given."""
+    if limit is None:
+        return request
+    options = request.get("options") or {}
+    return {**request, "options": {**options, "max_results": limit}}
+
+
 class AsyncClients:
     """An ``AsyncClient`` per event loop, made on first use in that loop (or the one given)."""
 

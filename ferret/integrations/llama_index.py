@@ -3,8 +3,10 @@
 ``FerretRetriever(namespace="alice").retrieve("when is the dinner?")``
 returns llama-index-core ``NodeWithScore``s (a ``TextNode`` of the memory's
 preview, Ferret's score, its labels in ``metadata``); ``aretrieve`` too.
-``request`` takes any other request field (``filters``, ``options``,
-``history``, ``deadline_seconds``)."""
+``similarity_top_k`` is the most nodes to return (the request's
+``options.max_results``). ``request`` takes any other request field
+(``filters``, ``options``, ``history``, ``deadline_seconds``); an argument
+the retriever does not know is refused (``TypeError``)."""
 
 from __future__ import annotations
 
@@ -14,18 +16,23 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 import ferret
-from ferret.integrations import AsyncClients, answered, metadata
+from ferret.integrations import AsyncClients, answered, metadata, with_limit
 
 
 class FerretRetriever(BaseRetriever):
     def __init__(self, namespace: str, client: Any = None, timeout: float = 30.0,
-                 request: dict[str, Any] | None = None, async_client: Any = None, **kwargs: Any) -> None:
+                 request: dict[str, Any] | None = None, async_client: Any = None,
+                 similarity_top_k: int | None = None, **kwargs: Any) -> None:
         """``client``: a ``ferret.connect()`` client, ``async_client`` a ``ferret.connect_async()``
-        one (for ``aretrieve``); each made on first use when not given."""
+        one (for ``aretrieve``); each made on first use when not given. ``kwargs``: LlamaIndex's own
+        (``callback_manager``, ``verbose``, ...)."""
         super().__init__(**kwargs)
+        if similarity_top_k is not None and not (isinstance(similarity_top_k, int) and 1 <= similarity_top_k <= 1000):
+            raise ValueError("similarity_top_k: a whole number from 1 to 1000")
         self.namespace = namespace
         self.timeout = timeout
-        self.request = dict(request or {})
+        self.similarity_top_k = similarity_top_k
+        self.request = with_limit(dict(request or {}), similarity_top_k)
         self._ferret = client
         self._async = AsyncClients(async_client)
 

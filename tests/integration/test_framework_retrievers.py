@@ -67,3 +67,21 @@ def test_a_request_without_an_answer_raises(client):
     late = LangChainRetriever(namespace="kitchen", client=client, request={"deadline_seconds": 0.000001})
     with pytest.raises(RetrievalFailed, match="expired"):
         late.invoke("anything at all")
+
+
+def test_llama_index_honours_similarity_top_k(client):
+    client.remember("kitchen", [{"id": f"dough-{n}", "type": "procedure",
+                                 "content_body": f"Sourdough dough, fold {n}: stretch and fold"} for n in range(5)])
+    assert len(LlamaIndexRetriever("kitchen", client=client, similarity_top_k=2).retrieve("sourdough dough")) == 2
+    assert len(LlamaIndexRetriever("kitchen", client=client, similarity_top_k=4).retrieve("sourdough dough")) == 4
+
+
+def test_unknown_arguments_are_refused_not_ignored():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="top_k"):
+        LangChainRetriever(namespace="kitchen", top_k=3)
+    with pytest.raises(TypeError, match="k"):
+        LlamaIndexRetriever("kitchen", k=3)
+    with pytest.raises(ValueError, match="similarity_top_k"):
+        LlamaIndexRetriever("kitchen", similarity_top_k=0)

@@ -5,6 +5,7 @@ every step a subprocess on the embedded Redis, as a user with nothing configured
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -67,7 +68,7 @@ def test_a_non_trading_corpus_from_ingest_to_redis_stop(embedded_env, tmp_path):
         answers = tmp_path / "answers.jsonl"
         batch = _ferret(env, "batch", str(requests), "--out", str(answers))
         assert batch.returncode == 0, batch.stderr
-        assert "3 requests: ok 3" in batch.stderr
+        assert re.search(r"3 requests \(new run run-[0-9a-f]+\): ok 3;", batch.stderr), batch.stderr
         got = {row["request_id"]: row for row in map(json.loads, answers.read_text().splitlines())}
         assert got["wine"]["stats"]["intents"] == ["KNOWLEDGE"]
         assert (got["wine"]["results"][0]["title"], got["wine"]["results"][0]["section"]) == ("Anna's wine",
