@@ -121,3 +121,15 @@ def trace(trace_id: str) -> str:
 def breaker(endpoint_digest: str, part: str) -> str:
     """An outside endpoint's circuit breaker state (``ferret.breaker``): failures, open, probation."""
     return f"{PREFIX}:breaker:{endpoint_digest}:{part}"
+
+
+def refusal_log() -> str:
+    """List: the newest refused queue entries (JSON: when, queue, job id, reason, message, worker), capped."""
+    return f"{PREFIX}:refused"
+
+
+def refusal(job_id: str) -> str:
+    """String: why the workers refused a job (JSON: reason, message, the refused payload's trace id), for the
+    prefetch result TTL. Its producer reads it once the job is gone with no result, and takes it as the job's end
+    only when the trace id is its own (an entry anyone wrote cannot end another request)."""
+    return f"{PREFIX}:refusal:{job_id}"

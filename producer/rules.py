@@ -24,7 +24,7 @@ from typing import Any
 
 from ferret import keys
 from ferret.cache import answer_fingerprint, cache_key, inflight_key
-from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
+from ferret.contract import RetrievalRequest, RetrievalResult, Timestamps, parse_request
 from ferret.envelope import JobEnvelope
 from ferret.errors import ForeignResult, InvalidRequest, JobNotFound, RedisUnreachable, ResultTimeout
 from ferret.job_ids import job_id_for
@@ -92,6 +92,27 @@ def check_owner(found: RetrievalResult, job: JobHandle) -> None:
     if found.namespace != job.namespace or (job.request_id is not None and found.request_id != job.request_id):
         raise ForeignResult(job.job_id, f"names namespace {found.namespace[:64]!r} and request "
                                         f"{(found.request_id or '')[:64]!r}, not the ones asked for")
+
+
+# What a producer can do about each refusal its workers report (``ProducerRules.refused``).
+REFUSAL_HINTS = {
+    "bad_signature": "the producer's signing key differs from the workers' (security.signing_key or "
+                     "signing_key_file must be the same on every producer and worker)",
+    "malformed_job": "the producer and the workers may run Ferret versions that do not understand each other's "
+                     "jobs, or the job was changed in Redis",
+    "tenant_mismatch": "the job was changed in Redis after it was enqueued",
+}
+
+
+def refusal_record(raw: Any) -> dict[str, str] | None:
+    """A refusal record read from Redis (untrusted): reason, message and trace id as text, or None."""
+    try:
+        data = json.loads(raw) if raw is not None else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("reason", "message", "trace_id")):
+        return None
+    return {"reason": data["reason"][:40], "message": data["message"][:300], "trace_id": data["trace_id"][:64]}
 
 
 class RedisAway:
@@ -177,6 +198,21 @@ class ProducerRules:
         if (yield from job_live(job.job_id)):
             return False
         return not (yield from result_exists(job.job_id))
+
+    def refused(self, job: JobHandle) -> Step[RetrievalResult | None]:
+        """The ``failed`` end of a lost job that the workers refused, with the reason and what to do: only
+        when the refusal names this job's own trace id (``keys.refusal``), else None."""
+        raw = yield Call(("GET", keys.refusal(job.job_id)))
+        said = refusal_record(raw)
+        if said is None or not job.trace_id or said["trace_id"] != job.trace_id:
+            return None
+        now = yield Now()
+        hint = REFUSAL_HINTS.get(said["reason"], "")
+        error = f"refused by the workers ({said['reason']}): {said['message']}" + (f"; {hint}" if hint else "")
+        return RetrievalResult(job_id=job.job_id, request_id=job.request_id, namespace=job.namespace,
+                               queue=job.queue, status="failed", error=error[:1000], trace_id=job.trace_id,
+                               timestamps=Timestamps(enqueued_at=now, deadline_at=job.deadline_at or now,
+                                                     finished_at=now))
 
     # -- enqueueing ---------------------------------------------------------------------------
     def deadline(self, request: RetrievalRequest) -> float:

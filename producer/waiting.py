@@ -8,8 +8,9 @@ The policy is a generator that says what to do, and the blocking ``Producer`` an
 - ``Pause(seconds)``: sleep (Redis is out of reach); send back nothing.
 
 A Redis connection failure while doing one of them is thrown into the generator, which waits it out
-within the timeout (``RedisAway``). A job a failover lost (enqueued, gone from every queue and
-registry, no result) is enqueued again once per ``redis.failover_check_seconds``. The end is the
+within the timeout (``RedisAway``). A job gone from every queue and registry with no result is
+checked once per ``redis.failover_check_seconds``: refused by the workers (its signature, say), the
+wait ends with that ``failed`` result and the reason; else a failover lost it, and it is enqueued again. The end is the
 result (checked to be the one asked for), ``ResultTimeout`` with RQ's state of the job, or
 ``RedisUnreachable`` when Redis was still away at the end.
 """
@@ -66,7 +67,9 @@ def waiting(rules: ProducerRules, job: JobHandle | str, timeout: float, check_se
             if found is None and watch and left > check_seconds:
                 assert isinstance(job, JobHandle)
                 if (yield RunRule(rules.lost(job))):
-                    yield RunRule(rules.enqueue_again(job))
+                    found = yield RunRule(rules.refused(job))
+                    if found is None:
+                        yield RunRule(rules.enqueue_again(job))
         except AWAY_ERRORS as exc:
             assert isinstance(exc, Exception)
             away.failed(exc)

@@ -82,3 +82,16 @@ def test_a_result_not_signed_with_the_key_is_forged(signed, redis_client):
     redis_client.set(keys.result(job_id), json.dumps(forged, separators=(",", ":")))
     with pytest.raises(ForeignResult, match="does not match"):
         producer.wait(job_id, 1)
+
+
+def test_a_producer_with_another_key_reads_its_refusal_as_a_failed_end_with_the_hint(signed, env):
+    """The workers refuse the job for its signature; its producer ends the wait ``failed`` with the reason and
+    what to do (within a failover check or two), instead of enqueueing it again for its whole wait."""
+    other = {**env, "FERRET_SECURITY__SIGNING_KEY": "y" * 32}
+    ran = subprocess.run([sys.executable, "-m", "ferret.cli.main", "query", "BTC thesis", "-n", "sample", "--wait",
+                          "60", "--json"], env=other, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert ran.returncode == exit_codes.PARTLY, ran.stdout + ran.stderr  # a failed answer: exit 1, not 5
+    answer = json.loads(ran.stdout)
+    assert answer["status"] == "failed" and "bad_signature" in answer["error"]
+    assert "the producer's signing key differs from the workers'" in answer["error"]
+    assert "enqueued again" not in ran.stderr  # and so its 60 s wait was not spent re-enqueueing

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ferret import keys
 from ferret.contract import (
     NAMESPACE_PATTERN,
     REQUEST_ID_PATTERN,
@@ -86,20 +87,33 @@ def build_result(ctx: WorkerResources, env: Stamps, request: RetrievalRequest | 
     )
 
 
-REFUSAL_LOG = "ferret:refused"
+REFUSAL_LOG = keys.refusal_log()
 REFUSAL_LOG_LENGTH = 1000
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def record_refusal(ctx: WorkerResources, job_id: str | None, queue: str, reason: str, message: str) -> JobRefused:
-    """Note a refused entry where no request's owner reads it: the newest ``REFUSAL_LOG_LENGTH``
-    refusals in one list (``ferret:refused``), and a log line. Nothing is written under the job
-    id: whoever owns that id may still send its request. Returns the refusal, for a caller that
+def trace_id_of(payload: Any) -> str | None:
+    """The trace id a (refused, so untrusted) payload carries, when it is one a producer would make."""
+    found = payload.get("trace_id") if isinstance(payload, dict) else None
+    return found if isinstance(found, str) and _TRACE_ID.fullmatch(found) else None
+
+
+def record_refusal(ctx: WorkerResources, job_id: str | None, queue: str, reason: str, message: str,
+                   trace_id: str | None = None) -> JobRefused:
+    """Note a refused entry: the newest ``REFUSAL_LOG_LENGTH`` refusals in one list (for operators), a
+    log line, and, when the entry names a job id and carries a trace id, why it was refused under that id
+    (``keys.refusal``): the producer waiting for that job reads it, and ends its wait ``failed`` with the
+    reason, only when the job is gone with no result and the trace id is its own. No result is written
+    under the id: whoever owns it may still send its request. Returns the refusal, for a caller that
     raises it."""
     entry = {"at": round(ctx.now(), 3), "queue": queue[:60], "job_id": (job_id or "")[:100], "reason": reason,
              "message": _safe_text(message, 300), "worker": ctx.name}
     with ctx.client.pipeline(transaction=True) as pipe:
         pipe.lpush(REFUSAL_LOG, json.dumps(entry))
         pipe.ltrim(REFUSAL_LOG, 0, REFUSAL_LOG_LENGTH - 1)
+        if job_id and trace_id:
+            said = {"reason": reason, "message": entry["message"], "trace_id": trace_id, "at": entry["at"]}
+            pipe.set(keys.refusal(job_id), json.dumps(said), ex=ctx.settings.service.result_ttl_seconds)
         pipe.execute()
     logger.warning("job=%s refused (%s): %s", job_id, reason, message)
     return JobRefused(reason, message)

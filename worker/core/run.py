@@ -32,6 +32,7 @@ from ferret.worker.core.results import (
     build_result,
     record_refusal,
     stamps_of,
+    trace_id_of,
     write_with_trace,
 )
 from ferret.worker.pipeline.budget import Budget
@@ -154,11 +155,12 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
     key = ctx.results.signing_key
     problem = job_signature_problem(key, job_id, payload) if key is not None else None
     if problem is not None:
-        raise record_refusal(ctx, job_id, origin or "?", "bad_signature", problem)
+        raise record_refusal(ctx, job_id, origin or "?", "bad_signature", problem, trace_id_of(payload))
     try:
         env = JobEnvelope.parse(payload, ctx.settings.limits)
     except InvalidRequest as exc:  # no producer enqueues this: whose id it names is unknown
-        raise record_refusal(ctx, job_id, origin or "?", "malformed_job", f"invalid request: {exc}") from None
+        raise record_refusal(ctx, job_id, origin or "?", "malformed_job", f"invalid request: {exc}",
+                             trace_id_of(payload)) from None
     request = env.request
     if env.trace_id:
         tracer.trace_id = env.trace_id

@@ -51,9 +51,24 @@ def test_a_lost_job_is_enqueued_again_then_waited_for():
     clock.now += 2.0
     lost = policy.send(None)
     assert isinstance(lost, RunRule) and lost.step.__name__ == "lost"
-    again = policy.send(True)
+    refused = policy.send(True)
+    assert isinstance(refused, RunRule) and refused.step.__name__ == "refused"
+    again = policy.send(None)  # not refused: a failover lost it
     assert isinstance(again, RunRule) and again.step.__name__ == "enqueue_again"
     assert isinstance(policy.send(None), AwaitResult)
+
+
+def test_a_lost_job_the_workers_refused_ends_with_the_refusal():
+    clock = Clock()
+    policy = waiting(RULES, _handle(), 10.0, 2.0, clock)
+    next(policy)
+    clock.now += 2.0
+    policy.send(None)
+    policy.send(True)  # lost
+    refusal = _result().model_copy(update={"status": "failed", "error": "refused by the workers (bad_signature)"})
+    with pytest.raises(StopIteration) as done:
+        policy.send(refusal)
+    assert done.value.value.status == "failed" and "bad_signature" in done.value.value.error
 
 
 def test_the_time_running_out_ends_in_the_rules_timeout_error():
@@ -87,3 +102,29 @@ def test_a_result_for_another_namespace_is_refused():
     next(policy)
     with pytest.raises(ForeignResult):
         policy.send(_result(namespace="other"))
+
+
+def _run_refused(raw, trace_id="t" * 32):
+    """``ProducerRules.refused`` played with a scripted GET reply and clock."""
+    handle = JobHandle("j", "prefetch", "n", None, trace_id, deadline_at=200.0)
+    step = RULES.refused(handle)
+    call = next(step)
+    assert call.args == ("GET", "ferret:refusal:j")
+    try:
+        now = step.send(raw)
+    except StopIteration as done:
+        return done.value
+    with pytest.raises(StopIteration) as done:
+        step.send(150.0) if now is not None else None
+    return done.value.value
+
+
+def test_a_refusal_ends_the_job_only_with_the_producers_own_trace_id():
+    import json
+
+    mine = json.dumps({"reason": "bad_signature", "message": "signature does not match", "trace_id": "t" * 32})
+    ended = _run_refused(mine)
+    assert ended.status == "failed" and "the producer's signing key differs from the workers'" in ended.error
+    assert _run_refused(mine.replace("t" * 32, "u" * 32)) is None  # someone else's entry: not this job's end
+    assert _run_refused(b"not json") is None and _run_refused(None) is None
+    assert _run_refused(json.dumps({"reason": 1, "message": "x", "trace_id": "t" * 32})) is None
