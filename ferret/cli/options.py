@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -44,9 +45,11 @@ def redis_url(settings: Settings) -> str:
 
 
 @contextmanager
-def connected(ctx: click.Context) -> Iterator[redis.Redis]:
+def connected(ctx: click.Context, wait: bool = False) -> Iterator[redis.Redis]:
     """A Redis client for the command; every failure to get one is one ``error:``
-    line and its exit code (2 for a bad URL, 3 when Redis does not answer)."""
+    line and its exit code (2 for a bad URL, 3 when Redis does not answer).
+    ``wait``: a Redis that does not answer is waited for, for as long as it takes (a worker starting
+    while Redis is away waits for it, as a running worker does; SIGTERM still stops it)."""
     import redis
 
     from ferret.redis_plumbing.redis_conn import answers_at_once, client_for, reason, redacted
@@ -59,13 +62,19 @@ def connected(ctx: click.Context) -> Iterator[redis.Redis]:
     except FerretError as exc:
         fail(exc)
     if not answers_at_once(url):
-        click.echo(f"Redis at {redacted(url)} is not answering; retrying for about "
-                   f"{RECONNECT_SECONDS} s ...", err=True)
-        try:
-            client.ping()
-        except redis.RedisError as exc:
-            click.echo(f"error: cannot reach Redis at {redacted(url)}: {reason(exc)}", err=True)
-            sys.exit(exit_codes.UNAVAILABLE)
+        how_long = "until it does" if wait else f"for about {RECONNECT_SECONDS} s"
+        click.echo(f"Redis at {redacted(url)} is not answering; retrying {how_long} ...", err=True)
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.RedisError as exc:
+                if not wait:
+                    click.echo(f"error: cannot reach Redis at {redacted(url)}: {reason(exc)}", err=True)
+                    sys.exit(exit_codes.UNAVAILABLE)
+                time.sleep(1.0)
+        if wait:
+            click.echo(f"Redis at {redacted(url)} answers; starting", err=True)
     try:
         yield client
     except FerretError as exc:

@@ -97,7 +97,7 @@ def worker(ctx: click.Context, queue_names: tuple[str, ...], queues: str | None,
     if level != "DEBUG":  # httpx logs every request at INFO: one line per job is the worker's own
         logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
-        with connected(ctx) as client:
+        with connected(ctx, wait=True) as client:
             run_worker(client, settings, names, burst=burst, worker_class=worker_class, log_level=level,
                        rq_log_level=rq_level,
                        metrics_port=metrics_port, metrics_host=metrics_host, name=name, max_jobs=max_jobs,

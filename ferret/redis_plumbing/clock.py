@@ -120,6 +120,10 @@ class RedisClock:
                     self.rule.failed(now)
         return self.rule.time()
 
+    def last(self) -> float:
+        """The time from the last reading, without a round trip (the host's clock before any)."""
+        return self.rule.time()
+
     @property
     def offset(self) -> float | None:
         return self.rule.offset

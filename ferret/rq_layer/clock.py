@@ -29,10 +29,13 @@ _current: list[Callable[[], datetime.datetime]] = [_HOST_NOW]  # what RQ's modul
 
 
 def use_clock(clock: Clock) -> None:
-    """From now on RQ's ``now()`` in this process reads ``clock``."""
+    """From now on RQ's ``now()`` in this process reads ``clock``: its last reading of Redis's clock when
+    it has one (``last()``: no round trip, so RQ's signal handler, which asks for the time, never waits on
+    Redis; the job path reads Redis's clock afresh every 30 s), else its ``time()``."""
+    read = getattr(clock, "last", clock.time)
 
     def now() -> datetime.datetime:
-        return datetime.datetime.fromtimestamp(clock.time(), tz=datetime.UTC)
+        return datetime.datetime.fromtimestamp(read(), tz=datetime.UTC)
 
     # Every RQ module holds the host's now or the current one (a module imported since the last
     # call took rq.utils.now, the current one), so only those two are replaced, and no earlier

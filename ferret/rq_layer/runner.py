@@ -128,6 +128,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     context = build_resources(settings, client)
     tag_store_keys(context.memory_store)  # once per store: keys written before their hash tags
     if context.clock is not None:
+        context.clock.time()  # a first reading of Redis's clock, which RQ's stamps then follow
         use_clock(context.clock)  # RQ's heartbeats and registry scores on Redis's clock too
     metrics = metrics or FerretMetrics()
     observers = _observers(context, metrics, name)

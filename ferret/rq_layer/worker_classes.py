@@ -98,6 +98,8 @@ class _Observed(StopHandling, RedisAwayTolerant):
         # transaction is then a warm shut-down (this job runs, then the worker stops), not an exception that
         # would cut the start transaction in the middle.
         self._state = WorkerStatus.BUSY
+        grace = self.ferret_context.settings.service.hard_timeout_grace_seconds
+        self.ferret_job_ends_by = time.monotonic() + float(job.timeout or 0) + grace  # for a stop's watchdog
         stopped_before_its_end = cut_off = False
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]

@@ -1,9 +1,21 @@
 """How a worker stops: the signal that asked is kept, a job taken but not started goes back to its
-queue, and the recording after a job counts as part of it (a stop then waits for it)."""
+queue, and the recording after a job counts as part of it (a stop then waits for it).
+
+A stop ends the process within a bound whatever Redis, Sentinel or Cluster is doing. RQ's signal handler
+writes the stop's date to Redis, and its shut-down deregisters the worker there: with Redis gone, each of
+those waits as long as the client retries (for ever, for a patient client), and a worker that was asked
+to stop never did. So the date is written by a thread of its own (the handler never waits on Redis; RQ's
+``now()`` in a worker reads no Redis either: ``ferret.rq_layer.clock``), and a watchdog started with the
+first stop ends the process ``STOP_BOUND_SECONDS`` after the job in hand is done or past its hard time
+limit, when the shut-down is still waiting on Redis then. What it skips is only the deregistration: the
+worker's key expires by itself, and the reaper deals with a job whose worker is gone."""
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +28,9 @@ from ferret.worker.core.resources import WorkerResources
 
 logger = logging.getLogger(__name__)
 
+STOP_BOUND_SECONDS = 15.0  # a stopping worker's shut-down may wait on Redis this long after its job, no longer
+_WATCH_SECONDS = 0.25
+
 
 class StopHandling:
     """Mixin for RQ's worker classes."""
@@ -23,11 +38,40 @@ class StopHandling:
     ferret_context: WorkerResources
     ferret_stop_signal: int | None = None  # the signal that asked this worker to stop, if one did
     _state: str
+    ferret_job_ends_by: float = 0.0  # monotonic: when the job in hand's hard time limit strikes
 
     def request_stop(self, signum: int, frame: Any) -> None:
         if self.ferret_stop_signal is None:
             self.ferret_stop_signal = signum
+            threading.Thread(target=self._exit_if_stuck, name="ferret-stop-watchdog", daemon=True).start()
         super().request_stop(signum, frame)  # type: ignore[misc]
+
+    def set_shutdown_requested_date(self) -> None:
+        """RQ's note of the stop, in Redis: written by a thread of its own, so the signal handler never
+        waits on Redis (a failure is RQ's loop's to meet)."""
+        def write() -> None:
+            try:
+                super(StopHandling, self).set_shutdown_requested_date()  # type: ignore[misc]
+            except Exception as exc:  # only a note: the stop goes on
+                logger.info("worker: the stop's date was not written to Redis (%s)", type(exc).__name__)
+
+        threading.Thread(target=write, name="ferret-stop-date", daemon=True).start()
+
+    def _exit_if_stuck(self) -> None:
+        """End the process when, ``STOP_BOUND_SECONDS`` after its job is done (or past its hard limit),
+        the stop is still waiting (on Redis: nothing else blocks a stop)."""
+        idle_since: float | None = None
+        while True:
+            time.sleep(_WATCH_SECONDS)
+            now = time.monotonic()
+            busy = self._state == WorkerStatus.BUSY and now < self.ferret_job_ends_by
+            idle_since = None if busy else (idle_since or now)
+            if idle_since is not None and now - idle_since >= STOP_BOUND_SECONDS:
+                logger.warning("worker: stopping took more than %.0f s after the job in hand (Redis does not "
+                               "answer?); exiting without deregistering (the worker's key expires by itself)",
+                               STOP_BOUND_SECONDS)
+                logging.shutdown()
+                os._exit(0)
 
     def _put_back_if_not_started(self, job: Job, queue: Queue) -> None:
         """A stop that still reaches a job before its start (StopRequested

@@ -2,7 +2,10 @@
 
 Cut: every connection through it is closed and new ones are refused (the
 listening socket is closed), as when a host loses its network and its peers
-answer with resets. Restore: it listens again on the same port.
+answer with resets. Silence: connections stay open and new ones are taken,
+but nothing gets through either way, as when packets are dropped on the way
+and no reset ever comes (a read then waits as long as its timeout, if any).
+Restore: it listens again on the same port.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ class CuttableProxy:
         self._lock = threading.Lock()
         self._connections: list[socket.socket] = []
         self._listener: socket.socket | None = None
+        self.silent = False
         self.port = 0
         self.restore()
 
@@ -47,6 +51,10 @@ class CuttableProxy:
                 connection.shutdown(socket.SHUT_RDWR)
             connection.close()
 
+    def silence(self) -> None:
+        """From now on nothing gets through, and nothing is closed."""
+        self.silent = True
+
     def close(self) -> None:
         self.cut()
 
@@ -56,6 +64,11 @@ class CuttableProxy:
                 client, _ = listener.accept()
             except OSError:
                 return  # cut
+            if self.silent:  # taken, never answered
+                with self._lock:
+                    self._connections.append(client)
+                threading.Thread(target=self._swallow, args=(client,), daemon=True).start()
+                continue
             try:
                 upstream = socket.create_connection(self.target)
             except OSError:
@@ -71,10 +84,16 @@ class CuttableProxy:
             threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
 
     @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
+    def _swallow(source: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while source.recv(65536):
+                pass
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
-                sink.sendall(data)
+                if not self.silent:
+                    sink.sendall(data)
         except OSError:
             pass
         finally:
