@@ -15,8 +15,10 @@ from ferret.errors import ConfigError, FerretError
               help="stdio: the agent starts this command; http: streamable HTTP at http://HOST:PORT/mcp.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Loopback address to listen on (http).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port (http).")
+@click.option("--head-timeout", default=10.0, show_default=True, type=click.FloatRange(0.1, 600),
+              help="Seconds a connection has to send a request's head (http): slower ones are closed.")
 @click.pass_context
-def mcp(ctx: click.Context, namespace: str, transport: str, host: str, port: int) -> None:
+def mcp(ctx: click.Context, namespace: str, transport: str, host: str, port: int, head_timeout: float) -> None:
     """Serve NAMESPACE's memory as MCP tools: search_memory, remember, forget, prefetch, get_context.
 
     Searches go through the queue: run workers (ferret worker) as for any producer.
@@ -46,5 +48,7 @@ def mcp(ctx: click.Context, namespace: str, transport: str, host: str, port: int
     if transport == "stdio":
         server.run("stdio")  # stdout carries the protocol: logs go to stderr
     else:
+        from ferret.producer.http_guard import serve
+
         click.echo(f"ferret mcp: namespace {checked!r} at http://{host}:{port}/mcp", err=True)
-        server.run("streamable-http", host=host, port=port)
+        serve(server.streamable_http_app(host=host), host, port, head_seconds=head_timeout)

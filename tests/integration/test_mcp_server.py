@@ -5,6 +5,7 @@ each tool's happy path, a bad argument named, another namespace refused."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.conftest import free_port
+from tests.conftest import free_port, wait_until
 
 TOOLS = {"search_memory", "remember", "forget", "prefetch", "get_context"}
 
@@ -109,3 +110,45 @@ def test_http_listens_on_loopback_only(env):
     refused = subprocess.run([sys.executable, "-m", "ferret.cli.main", "mcp", "-n", "kitchen", "--transport", "http",
                               "--host", "0.0.0.0"], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "--host: 0.0.0.0 is not a loopback address" in refused.stderr
+
+
+def _closed_by_the_server(sock: socket.socket) -> bool:
+    """Whether the server closed the socket (a read gives end-of-file or a reset)."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1024) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def test_http_closes_slow_and_idle_connections(env):
+    """Slow-loris sockets (a request head sent a byte at a time, never finished) and sockets that send nothing
+    are closed once --head-timeout passes; a real request made meanwhile is answered."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "mcp", "-n", "kitchen", "--transport",
+                               "http", "--port", str(port), "--head-timeout", "1"], env=env)
+    sockets: list[socket.socket] = []
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert wait_until(lambda: _answers(url), 60)
+        for n in range(200):
+            sock = socket.create_connection(("127.0.0.1", port))
+            if n % 2:
+                sock.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # never finished
+            sockets.append(sock)
+        assert _answers(url)  # the server still serves
+        assert wait_until(lambda: all(_closed_by_the_server(s) for s in sockets), 60)
+    finally:
+        for sock in sockets:
+            sock.close()
+        server.terminate()
+        server.wait(10)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=5).status_code > 0
+    except httpx.TransportError:
+        return False

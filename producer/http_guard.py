@@ -1,0 +1,63 @@
+"""Serving HTTP without keeping sockets nobody uses: uvicorn's HTTP/1.1 protocol with a deadline on a
+request's head. uvicorn closes a kept-alive connection that stays idle (``timeout_keep_alive``), but a
+connection that sends a request's head slowly, or nothing at all (a slow-loris client), is kept for ever.
+``GuardedH11Protocol`` closes one that has not sent a whole request head ``HEAD_SECONDS`` after it
+connected or started its next request; a request whose head came in time is not limited (its handler's
+own deadlines apply). ``serve`` runs an ASGI app with it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+HEAD_SECONDS = 10.0  # a request's head (request line and headers) must arrive within this
+IDLE_SECONDS = 5.0  # a kept-alive connection with no next request is closed after this (uvicorn's)
+
+
+class GuardedH11Protocol(H11Protocol):
+    head_seconds = HEAD_SECONDS
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._arm()
+
+    def _between_requests(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def _arm(self) -> None:
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_later(self.head_seconds, self._head_too_slow)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._between_requests():
+            self._arm()  # a request's head is starting: it has head_seconds to arrive
+        super().data_received(data)
+        if not self._between_requests():
+            self._disarm()  # the head came: the request is the handler's now
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if self._between_requests() and not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+
+def serve(app: Any, host: str, port: int, head_seconds: float = HEAD_SECONDS, log_level: str = "warning",
+          **options: Any) -> None:
+    """Run ``app`` on uvicorn with ``GuardedH11Protocol`` (``head_seconds`` for a request's head)."""
+    protocol = type("Guarded", (GuardedH11Protocol,), {"head_seconds": head_seconds})
+    config = uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=int(IDLE_SECONDS),
+                            log_level=log_level, **options)
+    uvicorn.Server(config).run()
