@@ -11,6 +11,12 @@ to at least 0.75 (``meta``); an ambiguous message (under 15 characters,
 several question marks, "either ... or") to at least 0.65 with the route
 AMBIGUOUS (``ambiguous``). Patterns in the four languages the classifier
 knows. Trivial messages never get here (``ferret.worker.pipeline.trivial``).
+
+The query routed is the one the pipeline searches: after the rewrite that
+resolves its references from the conversation. A message whose references
+were resolved that way is not short for want of meaning ("how did it go"
+became "how did SOL go"): the shortness test leaves it alone; several
+question marks or "either ... or" still make it ambiguous.
 """
 
 from __future__ import annotations
@@ -83,10 +89,11 @@ def is_meta_question(query: str) -> bool:
     return any(p.search(query) for p in _META_PATTERNS)
 
 
-def is_ambiguous(query: str) -> bool:
-    """Too short to mean one thing, several question marks, or either ... or."""
+def is_ambiguous(query: str, resolved: bool = False) -> bool:
+    """Too short to mean one thing (unless its references were ``resolved`` from the conversation),
+    several question marks, or either ... or."""
     text = " ".join(query.split())
-    return (len(text) < AMBIGUOUS_SHORTER_THAN or text.count("?") >= 2
+    return ((len(text) < AMBIGUOUS_SHORTER_THAN and not resolved) or text.count("?") >= 2
             or any(p.search(text) for p in _EITHER_OR))
 
 
@@ -94,9 +101,10 @@ def _clamp(value: float) -> float:
     return max(0.0, min(1.0, value))
 
 
-def evaluate_complexity(classification: Classification, sub_question_count: int, query: str = "") -> Complexity:
+def evaluate_complexity(classification: Classification, sub_question_count: int, query: str = "",
+                        resolved: bool = False) -> Complexity:
     """Score a classified query (``sub_question_count`` is at least 1), then
-    apply the overrides to ``query``'s text."""
+    apply the overrides to ``query``'s text (``resolved``: the rewrite resolved references in it)."""
     factors = {
         "query_type": _TYPE_WEIGHT[classification.query_type],
         "entity_count": _clamp(len(classification.entities) / 4),
@@ -115,7 +123,7 @@ def evaluate_complexity(classification: Classification, sub_question_count: int,
     formula, override = score, None
     if query and is_meta_question(query):
         score, override = max(score, META_AT_LEAST), "meta"
-    elif query and is_ambiguous(query):
+    elif query and is_ambiguous(query, resolved):
         score, override = max(score, AMBIGUOUS_AT_LEAST), "ambiguous"
     if override == "ambiguous":
         route = Route.AMBIGUOUS

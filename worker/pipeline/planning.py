@@ -43,7 +43,8 @@ def plan(run: PipelineRun, use_remote_classifier: bool) -> Plan:
     run.timed("decompose", span)
     with run.tracer.span("complexity") as span:
         asked = max(len(decomposition.parts), run.sub_questions_asked)
-        complexity = evaluate_complexity(classification, asked, run.query)
+        complexity = evaluate_complexity(classification, asked, run.query,
+                                         resolved=bool(run.stats.prepared.references_resolved))
         span.set(score=complexity.score, route=complexity.route.value, formula_score=complexity.formula_score,
                  override=complexity.override or "none",
                  **{f"factor.{name}": round(value, 4) for name, value in complexity.factors.items()})

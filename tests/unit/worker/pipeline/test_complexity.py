@@ -1,7 +1,7 @@
 import pytest
 
 from ferret.worker.pipeline.classify import Classification, QueryType
-from ferret.worker.pipeline.complexity import Route, evaluate_complexity
+from ferret.worker.pipeline.complexity import Route, evaluate_complexity, is_ambiguous
 
 
 def _classification(qtype=QueryType.FACTUAL, entities=(), keywords=0, confidence=0.7):
@@ -61,3 +61,22 @@ def test_an_override_never_lowers_a_score():
     strong = _classification(QueryType.COMPARATIVE, ["A", "B", "C", "D"], 4, 0.2)
     result = evaluate_complexity(strong, 4, "huh?")
     assert result.score == result.formula_score == 1.0 and result.route is Route.AMBIGUOUS
+
+
+def test_the_rewritten_query_is_routed_a_resolved_reference_is_not_ambiguous():
+    """The route is the searched query's: "how did it go" after a turn about SOL is "how did SOL go", which
+    is short because the conversation says the rest, not for want of meaning."""
+    from ferret.contract import Turn
+    from ferret.records import Memory
+    from ferret.settings import PipelineSettings
+    from ferret.worker.backends.memory import InMemoryBackend
+    from ferret.worker.pipeline.orchestrator import run_pipeline
+
+    backend = InMemoryBackend([Memory(id="s", content_title="SOL trade", content_body="Closed the SOL long")])
+    followed = run_pipeline("how did it go", backend, PipelineSettings(),
+                            history=[Turn(role="user", content="I traded SOL yesterday")])
+    assert followed.stats.prepared.rewritten_query == "how did SOL go"
+    assert followed.stats.plan.route != "AMBIGUOUS" and followed.stats.plan.complexity_override is None
+    alone = run_pipeline("how did it go", backend, PipelineSettings())  # nothing to resolve it from
+    assert alone.stats.plan.route == "AMBIGUOUS"
+    assert is_ambiguous("how did SOL go??", resolved=True)  # several question marks still are
