@@ -133,3 +133,19 @@ def refusal(job_id: str) -> str:
     prefetch result TTL. Its producer reads it once the job is gone with no result, and takes it as the job's end
     only when the trace id is its own (an entry anyone wrote cannot end another request)."""
     return f"{PREFIX}:refusal:{job_id}"
+
+
+def store_identity() -> str:
+    """String (in the memory store, no TTL): the store's identity, a random token written once."""
+    return f"{PREFIX}:store-identity"
+
+
+def store_binding() -> str:
+    """String (in the queue Redis): the identity of the memory store this queue's workers read; renewed by
+    serving workers, it lapses a minute after the last one stops."""
+    return f"{PREFIX}:store-binding"
+
+
+def store_mismatches() -> str:
+    """Counter (in the queue Redis): workers that refused to start because their store was another."""
+    return f"{PREFIX}:store-mismatches"

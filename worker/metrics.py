@@ -126,17 +126,21 @@ class QueueDepthCollector(Collector):
                                   labels=["queue"]),
                 CounterMetricFamily("ferret_superseded", "Prefetches a newer one of their conversation took "
                                     "off the queue (not run; ended expired, stats.superseded_by). Shared by "
-                                    "all workers: one Redis counter.")]
+                                    "all workers: one Redis counter."),
+                CounterMetricFamily("ferret_store_mismatches", "Workers that refused to start because their "
+                                    "memory store is not the one this queue's workers read. Shared: one Redis "
+                                    "counter.")]
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-        family, oldest, superseded = self.families()
+        family, oldest, superseded, mismatches = self.families()
         try:
             with self.client.pipeline(transaction=False) as pipe:
                 for queue in self.queues:
                     pipe.llen(f"rq:queue:{queue}")
                     pipe.lindex(f"rq:queue:{queue}", 0)
                 pipe.get(keys.superseded_count())
-                *answers, superseded_count = pipe.execute()
+                pipe.get(keys.store_mismatches())
+                *answers, superseded_count, mismatch_count = pipe.execute()
             lengths, heads = answers[0::2], answers[1::2]
             with self.client.pipeline(transaction=False) as pipe:
                 for head in heads:
@@ -152,11 +156,12 @@ class QueueDepthCollector(Collector):
             oldest.add_metric([queue], max(0.0, now - enqueued) if enqueued is not None else 0.0)
         yield family
         yield oldest
-        try:
-            superseded.add_metric([], float(int(superseded_count or 0)))
-        except ValueError:  # not a number: not ours
-            superseded.add_metric([], 0.0)
-        yield superseded
+        for counter, raw in ((superseded, superseded_count), (mismatches, mismatch_count)):
+            try:
+                counter.add_metric([], float(int(raw or 0)))
+            except ValueError:  # not a number: not ours
+                counter.add_metric([], 0.0)
+            yield counter
 
 
 class FerretMetrics:

@@ -40,6 +40,7 @@ from ferret.worker.co_retrieval.wiring import co_retrieval_applier
 from ferret.worker.core.report import JobReport, Observer
 from ferret.worker.core.resources import WorkerResources, build_resources
 from ferret.worker.core.results import record_refusal
+from ferret.worker.core.store_binding import check_store_binding
 from ferret.worker.metrics import FerretMetrics
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     if cls is None:
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = build_resources(settings, client)
+    identity = check_store_binding(settings, client, context.memory_store)  # one store for the queue's workers
     tag_store_keys(context.memory_store)  # once per store: keys written before their hash tags
     if context.clock is not None:
         context.clock.time()  # a first reading of Redis's clock, which RQ's stamps then follow
@@ -148,6 +150,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     worker.ferret_on_refused = on_refused  # type: ignore[attr-defined]
     worker.ferret_metrics = metrics  # type: ignore[attr-defined]
     worker.ferret_context = context  # type: ignore[attr-defined]
+    worker.ferret_store_identity = identity  # type: ignore[attr-defined]
     worker.ferret_observers = observers  # type: ignore[attr-defined]
     return worker
 

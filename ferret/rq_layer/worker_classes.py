@@ -36,6 +36,7 @@ from ferret.rq_layer.worker_stops import StopHandling
 from ferret.worker.core.report import JobReport, Observer, after_job
 from ferret.worker.core.resources import WorkerResources
 from ferret.worker.core.results import lost_result, refused_reason, request_of
+from ferret.worker.core.store_binding import renew_binding
 from ferret.worker.metrics import FerretMetrics
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class _Observed(StopHandling, RedisAwayTolerant):
     ferret_context: WorkerResources
     ferret_observers: list[Observer]
     ferret_on_refused: Callable[[Refusal], None]
+    ferret_store_identity: str
     last_cleaned_at: Any
     _ferret_last_reap = 0.0
     _ferret_registration_checked = 0.0
@@ -66,6 +68,7 @@ class _Observed(StopHandling, RedisAwayTolerant):
         see ``ferret.rq_layer.maintenance``; Ferret runs no scheduler and no groups),
         and the reaper at Ferret's; every few seconds, the worker's own registration."""
         with self._redis_may_be_away("maintenance"):
+            renew_binding(self.ferret_context.settings, self.ferret_context.client, self.ferret_store_identity)
             if time.monotonic() - self._ferret_registration_checked >= REGISTRATION_CHECK_SECONDS:
                 self._register_again()
                 self._ferret_registration_checked = time.monotonic()

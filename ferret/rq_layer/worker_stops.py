@@ -39,11 +39,20 @@ class StopHandling:
     ferret_stop_signal: int | None = None  # the signal that asked this worker to stop, if one did
     _state: str
     ferret_job_ends_by: float = 0.0  # monotonic: when the job in hand's hard time limit strikes
+    ferret_working = False  # inside RQ's work loop: only then can a stop hang, and only then is it watched
+
+    def work(self, *args: Any, **kwargs: Any) -> bool:
+        self.ferret_working = True
+        try:
+            return bool(super().work(*args, **kwargs))  # type: ignore[misc]
+        finally:
+            self.ferret_working = False
 
     def request_stop(self, signum: int, frame: Any) -> None:
         if self.ferret_stop_signal is None:
             self.ferret_stop_signal = signum
-            threading.Thread(target=self._exit_if_stuck, name="ferret-stop-watchdog", daemon=True).start()
+            if self.ferret_working:
+                threading.Thread(target=self._exit_if_stuck, name="ferret-stop-watchdog", daemon=True).start()
         super().request_stop(signum, frame)  # type: ignore[misc]
 
     def set_shutdown_requested_date(self) -> None:
@@ -59,10 +68,13 @@ class StopHandling:
 
     def _exit_if_stuck(self) -> None:
         """End the process when, ``STOP_BOUND_SECONDS`` after its job is done (or past its hard limit),
-        the stop is still waiting (on Redis: nothing else blocks a stop)."""
+        the stop is still waiting (on Redis: nothing else blocks a stop); return as soon as RQ's work loop
+        has returned."""
         idle_since: float | None = None
-        while True:
+        while self.ferret_working:
             time.sleep(_WATCH_SECONDS)
+            if not self.ferret_working:
+                return  # the loop ended by itself: the process (a worker's, or a test's) carries on
             now = time.monotonic()
             busy = self._state == WorkerStatus.BUSY and now < self.ferret_job_ends_by
             idle_since = None if busy else (idle_since or now)
@@ -89,19 +101,6 @@ class StopHandling:
             logger.exception("job=%s stopped before it started and could not be put back", job.id)
             return
         logger.warning("job=%s stopped before it started; back on %s", job.id, queue.name)
-
-    @contextmanager
-    def _stop_deferred(self) -> Iterator[None]:
-        """Count the after-job recording as part of the job: RQ's handler
-        raises StopRequested at an idle worker, which an observer's
-        ``except Exception`` would swallow (the worker would keep serving);
-        at a busy one it asks the loop to stop after the job."""
-        state = self._state
-        self._state = WorkerStatus.BUSY
-        try:
-            yield
-        finally:
-            self._state = state
 
     @contextmanager
     def _stop_deferred(self) -> Iterator[None]:

@@ -99,6 +99,7 @@ def leaves(model: type[BaseModel], prefix: str = "") -> list[Leaf]:
         annotation = hints.get(name, info.annotation)
         path = f"{prefix}{name}"
         if _is_section(annotation):
+            assert annotation is not None
             found += leaves(annotation, path + ".")
             continue
         meaning = (info.description or comments.get(name) or "").strip()
