@@ -1,14 +1,6 @@
-"""Start an RQ worker serving Ferret's queues, prefetch before batch.
-
-The worker class is RQ's ``SimpleWorker`` by default: it runs jobs in the
-worker process, which on this machine saves about 7.5 ms a job over the
-forking ``Worker`` and keeps the per-process index cache and HTTP pool warm.
-``fork`` is available for isolation (a crashing job cannot take the worker
-with it); the job adapter rebuilds its context in the forked child.
-
-Both classes are wrapped so that metrics are recorded in the main process
-after each job (see ``ferret.worker.metrics``), and served on ``--metrics-port``.
-"""
+"""Build and run an RQ worker serving Ferret's queues, prefetch before batch: its class
+(``worker_classes``), its resources and observers, the store it must share with the queue's other
+workers, its metrics server, and one line when it starts and one when it stops."""
 
 from __future__ import annotations
 

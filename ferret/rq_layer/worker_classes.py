@@ -42,7 +42,6 @@ from ferret.worker.metrics import FerretMetrics
 logger = logging.getLogger(__name__)
 
 
-
 class _Observed(StopHandling, RedisAwayTolerant):
     """Mixin: busy/idle, metrics after each job, and the reaper for lost jobs."""
 
