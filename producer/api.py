@@ -17,28 +17,32 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis
 
 from ferret.contract import RetrievalRequest, RetrievalResult, parse_request
-from ferret.errors import InvalidMemory
+from ferret.errors import InvalidMemory, RedisUnreachable
 from ferret.ingest import parse_memory
 from ferret.producer.async_client import AsyncProducer
 from ferret.producer.client import JobHandle, Producer
 from ferret.records import Memory
 from ferret.redis_plumbing.async_redis import async_client_for
 from ferret.redis_plumbing.embedded_redis import redis_url_for
-from ferret.redis_plumbing.redis_conn import client_for
+from ferret.redis_plumbing.redis_conn import client_for, reason
 from ferret.redis_plumbing.store_conn import separate_store_url, store_client
 from ferret.settings import Settings, load_settings
+from ferret.steps import Step
 
 if TYPE_CHECKING:
     from ferret.worker.backends.writers import MemoryWriter
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MemoryLike = Memory | Mapping[str, Any] | str
+# Redis, a Sentinel or a Cluster shard out of reach past the client's own retries: Ferret's RedisUnreachable.
+REDIS_AWAY = (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterError)
 
 
 def as_memories(items: Iterable[MemoryLike]) -> list[Memory]:
@@ -74,6 +78,13 @@ class Client(Producer):
         super().__init__(client, settings)
         self.redis = client
 
+    def run(self, rule: Step[T]) -> T:
+        """A rule run through Redis; Redis out of reach (past the client's retries) is ``RedisUnreachable``."""
+        try:
+            return super().run(rule)
+        except REDIS_AWAY as exc:
+            raise RedisUnreachable(f"Redis did not answer: {reason(exc)}") from exc
+
     # -- requests ---------------------------------------------------------------------------
     def enqueue(self, request: Mapping[str, Any] | RetrievalRequest | None = None, /, **fields: Any) -> JobHandle:
         """Validate and enqueue a request (a dict, or its fields as keywords); its handle."""
@@ -89,7 +100,8 @@ class Client(Producer):
     # -- memories ---------------------------------------------------------------------------
     def remember(self, namespace: str, memories: Iterable[MemoryLike]) -> int:
         """Write (or replace, by id) memories in ``namespace``, as ``ferret ingest`` does; how many.
-        Checked first: the first bad one raises ``InvalidMemory`` naming ``memories[i].field``."""
+        Checked first: the first bad one raises ``InvalidMemory`` naming ``memories[i].field``;
+        the store out of reach raises ``RedisUnreachable``."""
         checked = as_memories(memories)
         with self._writer(namespace) as writer:
             return writer.upsert(checked)
@@ -106,11 +118,14 @@ class Client(Producer):
         from ferret.worker.backends.writers import writer_for
 
         checked = parse_request({"query": "x", "namespace": namespace}, self.settings.limits).namespace
-        writer = writer_for(self.settings, store_client(self.settings, self.redis), checked)
         try:
-            yield writer
-        finally:
-            getattr(writer, "close", lambda: None)()
+            writer = writer_for(self.settings, store_client(self.settings, self.redis), checked)
+            try:
+                yield writer
+            finally:
+                getattr(writer, "close", lambda: None)()
+        except REDIS_AWAY as exc:
+            raise RedisUnreachable(f"the memory store did not answer: {exc}") from exc
 
     def close(self) -> None:
         self.redis.close()
@@ -128,6 +143,13 @@ class AsyncClient(AsyncProducer):
 
     ``remember`` and ``forget`` run ``ferret ingest``'s writer (blocking code: the local
     backend's store, or Nous over HTTP) in a worker thread, one call at a time per call made."""
+
+    async def run(self, rule: Step[T]) -> T:
+        """A rule run through Redis; Redis out of reach (past the client's retries) is ``RedisUnreachable``."""
+        try:
+            return await super().run(rule)
+        except (*REDIS_AWAY, OSError) as exc:
+            raise RedisUnreachable(f"Redis did not answer: {exc}") from exc
 
     def __init__(self, settings: Settings, url: str) -> None:
         store_url = separate_store_url(settings)

@@ -25,11 +25,14 @@ from typing import Any
 import redis
 
 from ferret.contract import RetrievalResult
+from ferret.errors import RedisUnreachable
 from ferret.producer.rules import JobHandle, ProducerRules, RedisAway, check_owner, job_id_of
 from ferret.steps import Step
 
-# What a shell catches and throws into the policy: Redis out of reach (redis-py's own, and a socket's).
-AWAY_ERRORS: tuple[type[BaseException], ...] = (redis.ConnectionError, redis.TimeoutError, OSError)
+# What a shell catches and throws into the policy: Redis out of reach (redis-py's own, a socket's, and the
+# clients' RedisUnreachable, which they raise for it).
+AWAY_ERRORS: tuple[type[BaseException], ...] = (redis.ConnectionError, redis.TimeoutError, OSError,
+                                                 RedisUnreachable)
 
 
 @dataclass(frozen=True)
