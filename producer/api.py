@@ -29,7 +29,7 @@ from ferret.producer.client import JobHandle, Producer
 from ferret.records import Memory
 from ferret.redis_plumbing.async_redis import async_client_for
 from ferret.redis_plumbing.embedded_redis import redis_url_for
-from ferret.redis_plumbing.redis_conn import client_for, reason
+from ferret.redis_plumbing.redis_conn import REDIS_AWAY, client_for, reason
 from ferret.redis_plumbing.store_conn import separate_store_url, store_client
 from ferret.settings import Settings, load_settings
 from ferret.steps import Step
@@ -38,11 +38,11 @@ if TYPE_CHECKING:
     from ferret.worker.backends.writers import MemoryWriter
 
 logger = logging.getLogger(__name__)
+REDIS_AWAY_OR_SOCKET: tuple[type[BaseException], ...] = (*REDIS_AWAY, OSError)  # the asyncio client's
 T = TypeVar("T")
 
 MemoryLike = Memory | Mapping[str, Any] | str
-# Redis, a Sentinel or a Cluster shard out of reach past the client's own retries: Ferret's RedisUnreachable.
-REDIS_AWAY = (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterError)
+
 
 
 def as_memories(items: Iterable[MemoryLike]) -> list[Memory]:
@@ -148,7 +148,7 @@ class AsyncClient(AsyncProducer):
         """A rule run through Redis; Redis out of reach (past the client's retries) is ``RedisUnreachable``."""
         try:
             return await super().run(rule)
-        except (*REDIS_AWAY, OSError) as exc:
+        except REDIS_AWAY_OR_SOCKET as exc:
             raise RedisUnreachable(f"Redis did not answer: {exc}") from exc
 
     def __init__(self, settings: Settings, url: str) -> None:

@@ -53,7 +53,7 @@ def connected(ctx: click.Context, wait: bool = False) -> Iterator[redis.Redis]:
     import redis
 
     from ferret.errors import RedisUnreachable
-    from ferret.redis_plumbing.redis_conn import answers_at_once, client_for, reason, redacted
+    from ferret.redis_plumbing.redis_conn import REDIS_AWAY, answers_at_once, client_for, reason, redacted
     from ferret.redis_plumbing.redis_retry import RECONNECT_SECONDS
 
     settings = settings_of(ctx)
@@ -80,7 +80,7 @@ def connected(ctx: click.Context, wait: bool = False) -> Iterator[redis.Redis]:
         yield client
     except FerretError as exc:
         fail(exc)
-    except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterError) as exc:
+    except REDIS_AWAY as exc:
         # Redis, a Sentinel or a Cluster shard out of reach in the middle of the command (past the client's
         # own retries): one line and exit 3, as at the start, never a traceback.
         fail(RedisUnreachable(f"Redis stopped answering ({redacted(url)}): {reason(exc)}"))

@@ -210,6 +210,12 @@ def url_of(client: redis.Redis) -> str:
     return f"{scheme}://{auth}{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
 
 
+# Redis, a Sentinel or a Cluster shard out of reach past a client's own retries (what callers translate into
+# ``RedisUnreachable`` or wait out).
+REDIS_AWAY: tuple[type[redis.RedisError], ...] = (redis.ConnectionError, redis.TimeoutError,
+                                                 redis.exceptions.ClusterError)
+
+
 def reason(error: redis.RedisError) -> str:
     """What went wrong, in a line: redis-py's "no master" error carries the repr of
     every sentinel client it asked, one long line of internals."""

@@ -23,6 +23,7 @@ from ferret import keys
 from ferret.errors import ConfigError
 from ferret.redis_plumbing.redis_conn import redacted
 from ferret.settings import Settings
+from ferret.steps import text
 
 
 def store_identity(settings: Settings, store: redis.Redis) -> str:
@@ -32,9 +33,7 @@ def store_identity(settings: Settings, store: redis.Redis) -> str:
         where = json.dumps({"default": nous.base_url, **nous.namespaces}, sort_keys=True)
         return "nous:" + hashlib.sha256(where.encode()).hexdigest()[:24]
     store.set(keys.store_identity(), "local:" + secrets.token_hex(12), nx=True)
-    found = store.get(keys.store_identity())
-    text = found.decode(errors="replace") if isinstance(found, bytes) else str(found)
-    return text[:100]
+    return (text(store.get(keys.store_identity())) or "")[:100]
 
 
 def binding_seconds(settings: Settings) -> int:
@@ -51,8 +50,7 @@ def check_store_binding(settings: Settings, queue: redis.Redis, store: redis.Red
     """Bind the queue to this worker's store, or check it is the one bound; ConfigError when it is not."""
     mine = store_identity(settings, store)
     queue.set(keys.store_binding(), mine, nx=True, ex=binding_seconds(settings))
-    bound = queue.get(keys.store_binding())
-    bound_text = bound.decode(errors="replace") if isinstance(bound, bytes) else str(bound)
+    bound_text = text(queue.get(keys.store_binding())) or ""
     if bound_text != mine:
         queue.incr(keys.store_mismatches())
         if settings.backend.kind == "nous":
