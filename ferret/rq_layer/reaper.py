@@ -6,7 +6,11 @@ maintenance pass runs (minutes, by default). Ferret workers check every
 heart-beating (its key expired) or whose deadline (+ grace) has passed
 without a result is either put back on its queue (time left and fewer than
 ``max_reruns`` re-runs: at-least-once) or given a ``failed`` result saying
-the worker was lost. One worker at a time does this, under a short lock.
+the worker was lost. A job whose worker is alive but still on it past its
+deadline (+ grace) ends ``failed`` as overrun, never as lost: a worker's key
+outlives a starved job (``ferret.rq_layer.job_pulse``), so a death is blamed
+only when the worker's key is gone. One worker at a time does this, under a
+short lock.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 LOCK_KEY = "ferret:reaper:lock"
 RERUNS = "ferret_reruns"
+OVERRAN = "hard timeout: its worker was still running the job when its deadline (+ grace) passed"
 
 
 def _worker_alive(ctx: WorkerResources, job: Job) -> bool:
@@ -104,7 +109,8 @@ def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry
     deadline = deadline_of(job.args[0])
     grace = ctx.settings.service.hard_timeout_grace_seconds
     overdue = deadline is None or now > deadline + grace + 1
-    if _worker_alive(ctx, job) and not overdue:
+    alive = _worker_alive(ctx, job)
+    if alive and not overdue:
         return None
     ctx.client.zrem(registry.key, raw)
     reruns = job.meta.get(RERUNS, 0)
@@ -115,6 +121,10 @@ def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry
         queue.enqueue_job(job, at_front=True)
         logger.warning("job=%s worker %s lost; re-running it", job.id, job.worker_name)
         return None
-    reason = "worker lost while running the job" + (" (deadline passed)" if overdue else "")
-    logger.warning("job=%s worker %s lost; ended failed", job.id, job.worker_name)
+    if alive:  # its worker is alive and still on it (a starved machine): late, not lost
+        reason = OVERRAN
+        logger.warning("job=%s still running on worker %s past its deadline; ended failed", job.id, job.worker_name)
+    else:
+        reason = "worker lost while running the job" + (" (deadline passed)" if overdue else "")
+        logger.warning("job=%s worker %s lost; ended failed", job.id, job.worker_name)
     return lost_result(ctx, job.args[0], job.id, queue.name, reason)

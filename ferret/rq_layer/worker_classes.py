@@ -25,10 +25,13 @@ from rq.job import Job
 from rq.worker import WorkerStatus
 
 from ferret.errors import JobRefused
+from ferret.redis_plumbing.redis_conn import REDIS_AWAY
+from ferret.repeated_lines import RepeatedLines
 from ferret.rq_layer.bookkeeping import CoalescedBookkeeping, OneTripJobStart
 from ferret.rq_layer.clock import rq_now as utc_now
 from ferret.rq_layer.entry import report_of
 from ferret.rq_layer.intake import Refusal
+from ferret.rq_layer.job_pulse import JobPulse
 from ferret.rq_layer.maintenance import sweep
 from ferret.rq_layer.reaper import reap
 from ferret.rq_layer.worker_away import REGISTRATION_CHECK_SECONDS, RedisAwayTolerant
@@ -40,6 +43,7 @@ from ferret.worker.core.store_binding import renew_binding
 from ferret.worker.metrics import FerretMetrics
 
 logger = logging.getLogger(__name__)
+_AWAY = RepeatedLines(logger)
 
 
 class _Observed(StopHandling, RedisAwayTolerant):
@@ -54,7 +58,19 @@ class _Observed(StopHandling, RedisAwayTolerant):
     _ferret_last_reap = 0.0
     _ferret_registration_checked = 0.0
     ferret_jobs_taken = 0  # jobs this worker ran (to a result, or cut short)
+    _ferret_pulse: JobPulse | None = None
     _state: str
+
+    @property
+    def ferret_pulse(self) -> JobPulse:
+        if self._ferret_pulse is None:
+            self._ferret_pulse = JobPulse(self)
+        return self._ferret_pulse
+
+    def fork_work_horse(self, job: Job, queue: Queue) -> None:
+        """The fork happens while no heart-beat is in flight (``ferret.rq_layer.job_pulse``)."""
+        with self.ferret_pulse.paused():
+            super().fork_work_horse(job, queue)  # type: ignore[misc]
 
     @property
     def should_run_maintenance_tasks(self) -> bool:
@@ -80,6 +96,9 @@ class _Observed(StopHandling, RedisAwayTolerant):
                 after_job(self.ferret_observers, JobReport(result, None))
         except StopRequested:  # SIGTERM at an idle worker: RQ's way to stop, not a failure
             raise
+        except REDIS_AWAY as exc:  # a known condition: one line (and a count), not a traceback
+            _AWAY.warning("reaper passes skipped: Redis out of reach", "reaper pass skipped: Redis out of reach (%s)",
+                          exc)
         except Exception:
             logger.exception("reaper pass failed")
 
@@ -104,7 +123,8 @@ class _Observed(StopHandling, RedisAwayTolerant):
         self.ferret_job_ends_by = time.monotonic() + float(job.timeout or 0) + grace  # for a stop's watchdog
         stopped_before_its_end = cut_off = False
         try:
-            return super().execute_job(job, queue)  # type: ignore[misc]
+            with self.ferret_pulse.beating(job, self.get_heartbeat_ttl(job)):
+                return super().execute_job(job, queue)  # type: ignore[misc]
         except StopRequested:
             stopped_before_its_end = not self.ferret_context.results.exists(job.id)
             if stopped_before_its_end:
