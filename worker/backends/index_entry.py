@@ -8,6 +8,7 @@ import errno
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -61,11 +62,21 @@ class Readiness:
     fold_ms: float = 0.0
 
 
-def out_of_space(exc: BaseException) -> bool:
-    """Whether an error is a full disk: ENOSPC, or tantivy's IO error carrying it as text."""
+FULL_BELOW_BYTES = 1 << 20  # a disk with less room than this, when tantivy's writer dies, is the cause
+
+
+def out_of_space(exc: BaseException, disk: Path | None = None) -> bool:
+    """Whether an error is a full disk: ENOSPC, or tantivy's IO error carrying it as text, or
+    tantivy's "index writer was killed" (its IO error lost on the way) on a ``disk`` with no room."""
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return True
-    return "No space left on device" in str(exc) or "os error 28" in str(exc)
+    text = str(exc)
+    if "No space left on device" in text or "os error 28" in text:
+        return True
+    if disk is not None and "index writer was killed" in text:
+        with contextlib.suppress(OSError):
+            return shutil.disk_usage(disk).free < FULL_BELOW_BYTES
+    return False
 
 
 def directory_bytes(directory: Path) -> int:

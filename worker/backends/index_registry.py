@@ -110,7 +110,7 @@ class IndexRegistry:
             except redis.RedisError as exc:
                 raise BackendUnavailable(NAME, f"memory store unreachable: {exc}") from exc
             except (OSError, ValueError) as exc:
-                if not out_of_space(exc):
+                if not out_of_space(exc, self.root):
                     raise
                 raise BackendUnavailable(NAME, f"no space left on the index disk ({self.root}): free some, or "
                                                "point backend.local.index_dir at a larger disk") from None
@@ -126,7 +126,14 @@ class IndexRegistry:
         assert entry.index is not None
         folded, fold_ms = 0, 0.0
         if len(entry.index.recent) >= self.settings.fold_changes:
-            folded, fold_ms = self._fold(entry)
+            try:
+                folded, fold_ms = self._fold(entry)
+            except (OSError, ValueError):
+                # The commit failed (a full disk): the index on disk may be half written. It is dropped, so
+                # the next job opens the namespace afresh (snapshot or build) once there is room, with no
+                # restart; this job fails, named.
+                self.indexes.drop(namespace)
+                raise
         elif len(entry.index.recent):
             self.indexes.staged[namespace] = None
         self.indexes.touch(entry)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -30,6 +31,8 @@ from ferret.records import Filters, Memory, TimeRange
 from ferret.worker.backends.filtering import matches, parse_time
 from ferret.worker.backends.recent_changes import RecentChanges, Statistics, bm25_idf
 from ferret.worker.backends.tokens import tokenize
+
+logger = logging.getLogger(__name__)
 
 WRITER_HEAP_BYTES = 15_000_000  # tantivy's smallest writer budget
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -158,18 +161,22 @@ class MemoryIndex:
         queued delete until the commit)."""
         writer = self._writing()
         changed = 0
-        if clear:
-            writer.delete_all_documents()
-        for memory_id in deletes:
-            writer.delete_documents("id", memory_id)
-            changed += 1
-        for memory in upserts:
-            if not fresh:
-                writer.delete_documents("id", memory.id)
-            writer.add_document(_document(memory))
-            changed += 1
-        if commit:
-            self.commit()
+        try:
+            if clear:
+                writer.delete_all_documents()
+            for memory_id in deletes:
+                writer.delete_documents("id", memory_id)
+                changed += 1
+            for memory in upserts:
+                if not fresh:
+                    writer.delete_documents("id", memory.id)
+                writer.add_document(_document(memory))
+                changed += 1
+            if commit:
+                self.commit()
+        except Exception:
+            self._writer = None  # an IO error kills tantivy's writer for good: the next write opens another
+            raise
         return changed
 
     def stage(self, upserts: Sequence[Memory] = (), deletes: Sequence[str] = (), clear: bool = False) -> int:
@@ -214,9 +221,12 @@ class MemoryIndex:
 
     def release_writer(self) -> None:
         """Close the writer (it holds memory); the next write opens another."""
-        if self._writer is not None:
-            self._writer.wait_merging_threads()
-            self._writer = None
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.wait_merging_threads()
+            except ValueError as exc:  # a writer an IO error killed: nothing left to merge
+                logger.warning("index %s: its writer ended with an error (%s)", self.path, exc)
 
     def __len__(self) -> int:
         return int(self._searcher.num_docs)
