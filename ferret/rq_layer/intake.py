@@ -36,10 +36,12 @@ from rq.results import Result
 from rq.utils import get_version
 
 from ferret.contract import FORMER_JOB_FUNCTIONS, JOB_FUNCTION
+from ferret.repeated_lines import RepeatedLines
 from ferret.rq_layer.bookkeeping import LeanQueue
 from ferret.rq_layer.bounded_job import JobDataTooLarge
 
 logger = logging.getLogger(__name__)
+_REFUSALS = RepeatedLines(logger)  # a flood of junk entries: a line per kind every few seconds, every one counted
 
 _SHOWN_ID_CHARS = 80
 
@@ -187,7 +189,10 @@ class GuardedDequeue:
                 return job, queue
             if refusal is not None:
                 connection.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]  # lmove put it there
-                logger.warning("queue %s: refused entry %s: %s", queue.name, refusal.shown_id(raw), refusal.message)
+                if refusal.job_id is None:  # one naming a job id is logged where it is recorded (record_refusal)
+                    _REFUSALS.warning(f"refused entries of queue {queue.name} ({refusal.reason})",
+                                      "queue %s: refused entry %s: %s", queue.name, refusal.shown_id(raw),
+                                      refusal.message)
                 _notify(cls.on_refused, refusal)
 
 

@@ -21,6 +21,7 @@ from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.key_migration import tag_store_keys
 from ferret.redis_plumbing.redis_conn import redacted, url_of
+from ferret.repeated_lines import say_everything_held_back
 from ferret.rq_layer.bounded_job import bounded_job_class
 from ferret.rq_layer.clock import use_clock
 from ferret.rq_layer.intake import Refusal, guarded_queue_class, mark_failed
@@ -195,6 +196,7 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
         reason = stop_reason(worker, burst, max_jobs, max_idle_time)
         return worked
     finally:
+        say_everything_held_back()
         logger.info("worker %s stopped (%s) after %d job(s)", worker.name, reason,
                     getattr(worker, "ferret_jobs_taken", 0))
         for observer in worker.ferret_observers:  # type: ignore[attr-defined]

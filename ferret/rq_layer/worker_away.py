@@ -14,7 +14,10 @@ import redis
 from rq import worker_registration
 from rq.job import Job
 
+from ferret.repeated_lines import RepeatedLines
+
 logger = logging.getLogger(__name__)
+_AWAY = RepeatedLines(logger)
 
 REGISTRATION_CHECK_SECONDS = 5.0
 
@@ -30,8 +33,8 @@ class RedisAwayTolerant:
         try:
             yield
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            logger.warning("worker %s: Redis out of reach during %s (%s); carrying on",
-                           self.name, what, exc)  # type: ignore[attr-defined]
+            _AWAY.warning(f"Redis out of reach during {what}",
+                          "worker %s: Redis out of reach during %s (%s); carrying on", self.name, what, exc)  # type: ignore[attr-defined]
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
         if pipeline is not None:  # part of a transaction: its caller sends it and sees any error

@@ -6,6 +6,7 @@ written under the job id it names, and the next job ends ``ok``."""
 from __future__ import annotations
 
 import json
+import re
 import time
 import zlib
 from pathlib import Path
@@ -270,3 +271,42 @@ def test_a_zlib_bomb_is_refused_at_the_cap(producer, sample_namespace, serve, re
     assert refused_counts(port)["data_too_large"] == 1
     next_job_is_ok(producer, proc)
     assert _rss_mb(proc.pid) - peak < 200, "the worker inflated the bomb"  # 512 MiB if it had
+
+
+def test_a_flood_of_junk_entries_is_counted_in_full_and_logged_in_a_few_lines(producer, sample_namespace,
+                                                                             redis_client, env, tmp_path):
+    """3,000 junk entries: every one refused and counted by the metric, the worker's log a few lines
+    (the first of each kind, then a count: ferret.repeated_lines), not a line or two per entry."""
+    import subprocess
+    import sys
+
+    junk = 3_000
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    redis_client.rpush(queue.key, *[f"no-such-job-{n}" for n in range(junk)])
+    port = free_port()
+    log = tmp_path / "worker.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--metrics-port", str(port)],
+                                env=env, stderr=err)
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                try:
+                    if sum(refused_counts(port).values()) >= junk:
+                        break
+                except (httpx.HTTPError, AssertionError):
+                    pass
+                time.sleep(0.2)
+            assert sum(refused_counts(port).values()) == junk
+            next_job_is_ok(producer, proc)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    lines = [line for line in log.read_text().splitlines() if "refused" in line]
+    assert 1 <= len(lines) <= 30, f"{len(lines)} lines about refusals for {junk} entries"
+    said = 0  # every entry is in the log, said or counted: a line says itself and the count it carries
+    for line in lines:
+        held = re.search(r"\(and (\d+) more like it", line)
+        at_stop = re.search(r"(\d+) more refused", line)
+        said += int(at_stop.group(1)) if at_stop else 1 + (int(held.group(1)) if held else 0)
+    assert said == junk, lines

@@ -23,12 +23,14 @@ from ferret.contract import (
 from ferret.envelope import JobEnvelope, deadline_of, epoch_field
 from ferret.errors import FerretError, InvalidRequest, JobRefused
 from ferret.job_ids import binds
+from ferret.repeated_lines import RepeatedLines
 from ferret.results import WriteOutcome
 from ferret.settings import LimitSettings
 from ferret.tracing import SpanCollector, new_trace_id
 from ferret.worker.core.resources import WorkerResources
 
 logger = logging.getLogger(__name__)
+_REFUSALS = RepeatedLines(logger)  # every refusal is in the refusal log and the metric; the log says a sample
 
 NO_TRACE = "0" * 32  # the trace id of a result written without a trace
 
@@ -115,7 +117,7 @@ def record_refusal(ctx: WorkerResources, job_id: str | None, queue: str, reason:
             said = {"reason": reason, "message": entry["message"], "trace_id": trace_id, "at": entry["at"]}
             pipe.set(keys.refusal(job_id), json.dumps(said), ex=ctx.settings.service.result_ttl_seconds)
         pipe.execute()
-    logger.warning("job=%s refused (%s): %s", job_id, reason, message)
+    _REFUSALS.warning(f"refused jobs ({reason})", "job=%s refused (%s): %s", job_id, reason, message)
     return JobRefused(reason, message)
 
 
