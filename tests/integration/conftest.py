@@ -17,6 +17,7 @@ from ferret.producer.client import Producer
 from ferret.settings import load_settings
 from ferret.worker.backends.local import MemoryStore
 from tests.conftest import ROOT, SAMPLE
+from tests.timing import scaled
 
 
 def pytest_collection_modifyitems(items):  # type: ignore[no-untyped-def]
@@ -28,7 +29,10 @@ def pytest_collection_modifyitems(items):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def env(redis_server) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("FERRET_")}
-    return {**clean, "FERRET_REDIS__URL": redis_server.url, "PYTHONPATH": str(ROOT)}
+    # a prefetch's default deadline (5 s) stretched by the machine's slowdown now (tests.timing): on a busy
+    # machine a job must not expire in the queue where a test is about something else
+    return {**clean, "FERRET_REDIS__URL": redis_server.url, "PYTHONPATH": str(ROOT),
+            "FERRET_SERVICE__PREFETCH_DEADLINE_SECONDS": f"{scaled(5.0):.1f}"}
 
 
 @pytest.fixture

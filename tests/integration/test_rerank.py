@@ -9,6 +9,7 @@ import pytest
 from ferret.worker.fakes.chat_server import FakeChat
 from tests.conftest import free_port
 from tests.integration.test_metrics import wait_for_metrics
+from tests.timing import scaled
 
 
 @pytest.fixture
@@ -62,15 +63,16 @@ def test_failures_fall_back_are_counted_and_not_cached(mode, chat, producer, sam
 
 
 def test_a_slow_llm_never_makes_a_job_miss_its_deadline(chat, producer, sample_namespace, start_workers):
-    chat.mode, chat.delay = "slow", 5.0
-    start_workers(1, extra_env={**_rerank_env(chat), "FERRET_RERANK__TIMEOUT_SECONDS": "30"})
-    handle = producer.enqueue({"query": "BTC", "namespace": sample_namespace, "deadline_seconds": 1.5,
+    deadline = scaled(1.5)
+    chat.mode, chat.delay = "slow", deadline + 4
+    start_workers(1, extra_env={**_rerank_env(chat), "FERRET_RERANK__TIMEOUT_SECONDS": "60"})
+    handle = producer.enqueue({"query": "BTC", "namespace": sample_namespace, "deadline_seconds": deadline,
                                "options": {"rerank": True}})
-    result = producer.wait(handle, 20)
+    result = producer.wait(handle, 20 + deadline)
     assert result.stats.rerank == "timeout" and result.results
     assert result.status == "ok", "the call stops short of the deadline, leaving time to finish"
     late = result.timestamps.finished_at - result.timestamps.deadline_at
-    assert late < 1.0, f"finished {late:.2f}s after the deadline"
+    assert late < scaled(1.0), f"finished {late:.2f}s after the deadline"
 
 
 def test_query_command_asks_for_the_rerank(chat, env, sample_namespace, start_workers):

@@ -16,6 +16,7 @@ from ferret.errors import ResultTimeout
 from ferret.producer.client import JobState
 from ferret.worker.core.results import REFUSAL_LOG
 from ferret.worker.fakes.nous_server import nous_env
+from tests.timing import scaled
 
 COMPOUND = "What's my BTC thesis and how did my last SOL trade go?"
 
@@ -156,24 +157,26 @@ def test_forking_worker_class_runs_jobs(producer, sample_namespace, start_worker
 
 
 def test_deadline_returns_partial_when_one_sub_query_hangs(producer, start_workers, sample_nous):
-    sample_nous.slow_terms, sample_nous.delay = {"sol"}, 5.0
-    start_workers(1, extra_env=nous_env(sample_nous, timeout_seconds=30))
-    handle = producer.enqueue({"query": COMPOUND, "deadline_seconds": 1.0})
-    result = producer.wait(handle, 20)
-    assert result.status == "partial"
+    deadline = scaled(1.0)
+    sample_nous.slow_terms, sample_nous.delay = {"sol"}, deadline + 4
+    start_workers(1, extra_env=nous_env(sample_nous, timeout_seconds=60))
+    handle = producer.enqueue({"query": COMPOUND, "deadline_seconds": deadline})
+    result = producer.wait(handle, 20 + deadline)
+    assert result.status == "partial", (result.status, result.error)
     assert result.results and {i.sub_query for i in result.results} == {0}
     late = result.timestamps.finished_at - result.timestamps.deadline_at
-    assert late < 1.0, f"finished {late:.3f}s after the deadline"
+    assert late < scaled(1.0), f"finished {late:.3f}s after the deadline"
 
 
 def test_hung_backend_is_cut_off_and_worker_survives(producer, start_workers, sample_nous):
-    sample_nous.mode, sample_nous.delay = "slow", 5.0
-    start_workers(1, extra_env=nous_env(sample_nous, timeout_seconds=30))
-    handle = producer.enqueue({"query": "BTC thesis", "deadline_seconds": 1.0})
-    result = producer.wait(handle, 20)
-    assert result.status == "failed" and "timed out" in result.error
+    deadline = scaled(1.0)
+    sample_nous.mode, sample_nous.delay = "slow", deadline + 4
+    start_workers(1, extra_env=nous_env(sample_nous, timeout_seconds=60))
+    handle = producer.enqueue({"query": "BTC thesis", "deadline_seconds": deadline})
+    result = producer.wait(handle, 20 + deadline)
+    assert result.status == "failed" and "timed out" in result.error, (result.status, result.error)
     sample_nous.mode = "ok"
-    after = producer.enqueue({"query": "BTC thesis", "deadline_seconds": 5.0})
+    after = producer.enqueue({"query": "BTC thesis", "deadline_seconds": scaled(5.0)})
     assert producer.wait(after, 20).status == "ok"
 
 
