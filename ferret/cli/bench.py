@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
 
 from ferret.cli.options import settings_of
+from ferret.rq_layer.worker_classes import WORKER_CLASSES
 
 DEFAULT_OUT = Path("bench-results")
 
@@ -174,6 +176,26 @@ def breaker(jobs: int) -> None:
     click.echo(f"healthy p50 {report['healthy_p50_ms']} ms; hung: {report['hung_timeouts']} timeouts then "
                f"{report['hung_skipped']} skipped, p50 once open {report['open_p50_ms']} ms "
                f"({report['open_over_healthy']}x healthy); breaker off: p50 {report['unguarded_p50_ms']} ms")
+    click.echo(json.dumps(report))
+
+
+@bench.command()
+@click.option("--jobs", default=60_000, show_default=True, type=click.IntRange(1), help="Prefetch jobs to send.")
+@click.option("--hogs", default=2 * (os.cpu_count() or 1), show_default="two per core", type=click.IntRange(0),
+              help="Busy processes taking the CPU meanwhile.")
+@click.option("--load", default=1.0, show_default=True, type=click.FloatRange(0.05, 10),
+              help="Send rate as a share of the measured capacity.")
+@click.option("--worker-class", default="simple", show_default=True, type=click.Choice(WORKER_CLASSES))
+@click.option("--memories", default=10_000, show_default=True, type=click.IntRange(1),
+              help="Memories in the namespace.")
+def soak(jobs: int, hogs: int, load: float, worker_class: str, memories: int) -> None:
+    """Live workers under overload: jobs ending "worker lost" while no worker died (false losses)."""
+    from ferret.bench.soak import run
+
+    report = run(jobs, hogs, load, worker_class, memories)
+    click.echo(f"{report['jobs']:,} jobs at {report['sent_jobs_per_s']}/s (capacity {report['capacity_jobs_per_s']}/s, "
+               f"{report['hogs']} hogs on {report['cores']} cores) over {report['minutes']} min: {report['statuses']}; "
+               f"false losses {report['false_losses']}, no final status {report['no_final_status']}")
     click.echo(json.dumps(report))
 
 
