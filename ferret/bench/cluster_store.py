@@ -59,12 +59,20 @@ class FailoverReport:
     acked_before_kill: int = 0
     acked: dict[str, list[str]] = field(default_factory=dict)
     failed: Counter[str] = field(default_factory=Counter)
+    failed_by_namespace: Counter[str] = field(default_factory=Counter)
+    healthy: frozenset[str] = frozenset()  # namespaces on shards whose primary was not killed
     resumed_on_killed_shard: int = 0  # acknowledged writes to the killed shard's tenants after it rejoined
     lost: int = 0
+
+    @property
+    def failed_on_healthy_shards(self) -> int:
+        """Writes refused for tenants whose shard kept its primary: a failover must cost them nothing."""
+        return sum(count for namespace, count in self.failed_by_namespace.items() if namespace in self.healthy)
 
     def summary(self) -> dict[str, Any]:
         return {"killed_port": self.killed_port, "promoted_after_s": round(self.promoted_after_s, 2),
                 "rejoined_after_s": round(self.rejoined_after_s, 2), "acked_before_kill": self.acked_before_kill,
+                "failed_on_healthy_shards": self.failed_on_healthy_shards,
                 "acked": sum(len(ids) for ids in self.acked.values()), "failed_writes": dict(self.failed),
                 "resumed_on_killed_shard": self.resumed_on_killed_shard, "lost": self.lost}
 
@@ -81,6 +89,7 @@ def _write_round_robin(store: redis.Redis, namespaces: list[str], stop: threadin
                 writer.upsert([memory])
             except (BackendError, redis.RedisError) as exc:
                 report.failed[type(exc).__name__] += 1
+                report.failed_by_namespace[namespace] += 1
                 continue
             report.acked[namespace].append(memory.id)
             if stop.is_set():
@@ -95,7 +104,8 @@ def failover_run(cluster: RedisClusterSet, namespaces: list[str], warm_seconds: 
     store = client_for(cluster.url)
     victim = cluster.primary_of(keys.memories(namespaces[0]))
     on_victim = [ns for ns in namespaces if cluster.primary_of(keys.memories(ns)) == victim]
-    report = FailoverReport(victim, acked={ns: [] for ns in namespaces})
+    report = FailoverReport(victim, acked={ns: [] for ns in namespaces},
+                            healthy=frozenset(ns for ns in namespaces if ns not in on_victim))
     stop = threading.Event()
     writer = threading.Thread(target=_write_round_robin, args=(store, namespaces, stop, report), daemon=True)
     writer.start()

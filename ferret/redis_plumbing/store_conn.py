@@ -50,3 +50,24 @@ def refresh_topology(client: redis.Redis) -> None:
     """Ask the cluster again which node serves which slots (after a failover)."""
     if isinstance(client, RedisCluster):
         client.nodes_manager.initialize()
+
+
+FULL_COVERAGE_WARNING = (
+    "the memory store's Redis Cluster has cluster-require-full-coverage yes (Redis's default): while one shard "
+    "fails over, every shard refuses every command, so every tenant's jobs and writes fail, not only that "
+    "shard's. Set it to no on every node (CONFIG SET cluster-require-full-coverage no, and in redis.conf)")
+
+
+def full_coverage_required(client: redis.Redis) -> bool | None:
+    """On a cluster store, whether any primary stops serving when a slot is uncovered (True: the whole
+    cluster goes down with one shard); None when not a cluster or CONFIG is not allowed (managed clusters)."""
+    if not isinstance(client, RedisCluster):
+        return None
+    try:
+        answers = client.config_get("cluster-require-full-coverage", target_nodes=RedisCluster.PRIMARIES)
+    except redis.RedisError:
+        return None
+    values = answers.values() if isinstance(answers, dict) and all(isinstance(v, dict) for v in answers.values()) \
+        else [answers]
+    seen = [str(v.get("cluster-require-full-coverage", "")).lower() for v in values if isinstance(v, dict)]
+    return any(value == "yes" for value in seen) if seen else None

@@ -21,6 +21,7 @@ from ferret.contract import QUEUES
 from ferret.errors import ConfigError
 from ferret.key_migration import tag_store_keys
 from ferret.redis_plumbing.redis_conn import redacted, url_of
+from ferret.redis_plumbing.store_conn import FULL_COVERAGE_WARNING, full_coverage_required
 from ferret.repeated_lines import say_everything_held_back
 from ferret.rq_layer.bounded_job import bounded_job_class
 from ferret.rq_layer.clock import use_clock
@@ -121,6 +122,8 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = build_resources(settings, client)
     identity = check_store_binding(settings, client, context.memory_store)  # one store for the queue's workers
+    if full_coverage_required(context.memory_store):
+        logger.warning(FULL_COVERAGE_WARNING)
     tag_store_keys(context.memory_store)  # once per store: keys written before their hash tags
     if context.clock is not None:
         context.clock.time()  # a first reading of Redis's clock, which RQ's stamps then follow

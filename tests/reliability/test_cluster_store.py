@@ -91,8 +91,29 @@ def test_a_primary_killed_mid_write_loses_no_acknowledged_memory(cluster):
     assert report.resumed_on_killed_shard >= 5, "writes to the killed shard's tenants did not resume"
     assert report.failed, "the kill cost no write: the test did not hit the killed shard"
     assert report.acked_before_kill > 0 and report.lost == 0, report.summary()
+    assert report.healthy and report.failed_on_healthy_shards == 0, report.summary()  # only its shard's tenants
     fresh = client_for(cluster.url)
     for namespace in NAMESPACES:  # the change log still matches the store: one entry per version
         version = int(fresh.get(keys.memory_version(namespace)) or 0)
         last = fresh.xrevrange(keys.changes(namespace), count=1)
         assert json.loads(last[0][1][b"v"]) == version
+
+
+def test_a_worker_warns_when_one_shard_down_would_stop_every_tenant(cluster, env, tmp_path):
+    """Redis's default cluster-require-full-coverage yes stops every shard while one fails over (measured
+    above: tenants of healthy shards failed with it, none without): a worker on such a store says so."""
+    store = client_for(cluster.url)
+    store_env = {**env, "FERRET_BACKEND__LOCAL__STORE_URL": cluster.url}
+
+    def first_lines(setting: str) -> str:
+        store.config_set("cluster-require-full-coverage", setting, target_nodes=store.PRIMARIES)
+        worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--burst"], env=store_env,
+                                  cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        _, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err
+        return err
+
+    try:
+        assert "cluster-require-full-coverage yes" in first_lines("yes")
+    finally:
+        assert "cluster-require-full-coverage" not in first_lines("no")
