@@ -96,3 +96,32 @@ def test_a_worker_started_while_redis_is_away_waits_for_it_then_serves(tmp_path)
             worker.kill()
             worker.wait()
         server.stop()
+
+
+def test_a_worker_says_redis_is_away_in_a_few_lines_not_tracebacks(tmp_path):
+    """A known condition (Redis out of reach for a while) is a line per kind and window with a count
+    (ferret.repeated_lines), never a traceback; the worker serves on when Redis is back."""
+    server = DurableRedis(tmp_path)
+    server.start()
+    log_path = tmp_path / "worker.log"
+    log = log_path.open("wb")
+    worker = _worker(server.url, "simple", log)
+    try:
+        client = redis.Redis.from_url(server.url)
+        assert wait_until(lambda: Worker.count(connection=client) == 1, PATIENCE), log_path.read_text()
+        client.close()
+        server.stop()
+        wait_until(lambda: worker.poll() is not None, 15)  # fifteen seconds of Redis away
+        assert worker.poll() is None, log_path.read_text()
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        assert wait_until(lambda: Worker.count(connection=client) == 1, PATIENCE), log_path.read_text()
+    finally:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=PATIENCE)
+        server.stop()
+    text = log_path.read_text()
+    assert "Traceback" not in text, text[-3000:]
+    away = [line for line in text.splitlines() if "out of reach" in line or "could not connect" in line]
+    assert 1 <= len(away) <= 15, "\n".join(away)
