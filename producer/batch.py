@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ferret.contract import FINAL_STATUSES
+from ferret.contract import FINAL_STATUSES, RetrievalResult
 from ferret.errors import BadResult, InvalidRequest, ResultTimeout
 from ferret.json_input import parse_object
 from ferret.producer.client import JobHandle, Producer
@@ -140,54 +140,123 @@ class NoProgress:
         pass
 
 
+ENQUEUE_CHUNK = 256  # lines enqueued side by side: each of enqueue's round trips made once for all of them
+READ_CHUNK = 512  # pending jobs whose results are read in one round trip
+STALL_SECONDS = 2.0  # no result for this long: the oldest pending job gets the full wait (lost? refused?)
+POLL_SECONDS = (0.005, 0.2)  # pause between reads while results trickle in: from, doubling up to
+
+
 def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resume: bool = False,
               wait_seconds: float = 3600.0, cache: bool = True,
               progress: BatchProgress | None = None) -> BatchSummary:
-    """Enqueue every line, then write each final result as it is read."""
+    """Enqueue every line (``ENQUEUE_CHUNK`` at a time, side by side), then write each final result as it
+    arrives, in the order they finish (each row names its line)."""
     progress = progress or NoProgress()
     run = recorded_run(out_path) if resume else new_run(out_path)
     summary = BatchSummary(run=run)
     done = done_request_ids(out_path) if resume else set()
-    pending: list[tuple[int, JobHandle, bool]] = []  # line, job, whether an earlier run's job answers it
+    pending: dict[int, tuple[int, JobHandle, bool]] = {}  # by line: line, job, whether an earlier run's job answers
     with out_path.open("a" if resume else "w", encoding="utf-8") as out:
+        chunk: list[tuple[int, str, dict[str, Any], bool]] = []
+
+        def enqueue_chunk() -> None:
+            answers = producer.enqueue_many([request for _, _, request, _ in chunk])
+            for (number, line, _request, own_id), answer in zip(chunk, answers, strict=True):
+                if isinstance(answer, InvalidRequest):
+                    _invalid(out, summary, run, number, line, answer)
+                elif isinstance(answer, Exception):
+                    raise answer
+                else:
+                    # An id of the line's own that an earlier job holds: that job's answer, not a new one (a
+                    # resumed run joining its own jobs is not that).
+                    reused = own_id and not resume and answer.duplicate and not answer.coalesced
+                    pending[number] = (number, answer, reused)
+                    summary.enqueued += 1
+                    summary.reused += reused
+                progress.line_done()
+            chunk.clear()
+
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             summary.total += 1
             try:
                 request, own_id = _request_of(line, number, run, cache)
-                if request["request_id"] in done:
-                    summary.skipped_done += 1
-                else:
-                    handle = producer.enqueue(request)
-                    # An id of the line's own that an earlier job holds: that job's answer, not a new one (a
-                    # resumed run joining its own jobs is not that).
-                    reused = own_id and not resume and handle.duplicate and not handle.coalesced
-                    pending.append((number, handle, reused))
-                    summary.enqueued += 1
-                    summary.reused += reused
             except InvalidRequest as exc:
-                summary.invalid += 1
-                summary.by_status["failed"] += 1
-                _write(out, {"line": number, "request_id": derived_request_id(run, number, line),
-                             "status": "failed", "error": f"invalid request: {exc}"})
-            progress.line_done()
+                _invalid(out, summary, run, number, line, exc)
+                progress.line_done()
+                continue
+            if request["request_id"] in done:
+                summary.skipped_done += 1
+                progress.line_done()
+                continue
+            chunk.append((number, line, request, own_id))
+            if len(chunk) >= ENQUEUE_CHUNK:
+                enqueue_chunk()
+        if chunk:
+            enqueue_chunk()
         progress.waiting_for(len(pending))
-        deadline = time.monotonic() + wait_seconds
-        for number, handle, reused in pending:
-            try:
-                result = producer.wait(handle, max(0.0, deadline - time.monotonic()))
-            except ResultTimeout:
-                summary.unfinished += 1
-                progress.collected(None)
-                continue
-            except BadResult as exc:  # forged or corrupt: that line's answer is unknown, the others go on
-                summary.bad_results += 1
-                progress.collected(None)
-                _write(out, {"line": number, "request_id": handle.request_id, "job_id": handle.job_id,
-                             "status": None, "error": str(exc)})
-                continue
-            progress.collected(result.status)
-            summary.by_status[result.status] += 1
-            _write(out, {"line": number, **({"reused": True} if reused else {}), **result.model_dump(mode="json")})
+        _collect(producer, pending, out, summary, progress, time.monotonic() + wait_seconds)
     return summary
+
+
+def _invalid(out: IO[str], summary: BatchSummary, run: str, number: int, line: str, exc: InvalidRequest) -> None:
+    summary.invalid += 1
+    summary.by_status["failed"] += 1
+    _write(out, {"line": number, "request_id": derived_request_id(run, number, line),
+                 "status": "failed", "error": f"invalid request: {exc}"})
+
+
+def _collect(producer: Producer, pending: dict[int, tuple[int, JobHandle, bool]], out: IO[str],
+             summary: BatchSummary, progress: BatchProgress, deadline: float) -> None:
+    """Read the pending jobs' results in bulk, oldest first, writing each as it is found. When nothing has
+    come for ``STALL_SECONDS``, the oldest pending job gets the producer's full wait, which enqueues again a
+    job a failover lost and ends a refused one with its refusal."""
+    pause, last_found = POLL_SECONDS[0], time.monotonic()
+    while pending and time.monotonic() < deadline:
+        oldest = list(pending.values())[:READ_CHUNK]
+        found = 0
+        for (number, handle, reused), answer in zip(oldest, producer.results_of([h for _, h, _ in oldest]),
+                                                    strict=True):
+            if answer is None:
+                continue
+            found += 1
+            del pending[number]
+            _record(out, summary, progress, number, handle, reused, answer)
+        if found:
+            pause, last_found = POLL_SECONDS[0], time.monotonic()
+            continue
+        if time.monotonic() - last_found < STALL_SECONDS:
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, POLL_SECONDS[1])
+            continue
+        number, handle, reused = next(iter(pending.values()))
+        try:
+            answer: RetrievalResult | Exception = producer.wait(
+                handle, min(STALL_SECONDS, max(0.0, deadline - time.monotonic())))
+        except ResultTimeout:
+            last_found = time.monotonic() - STALL_SECONDS / 2  # read in bulk for a while, then this one again
+            continue
+        except BadResult as exc:
+            answer = exc
+        del pending[number]
+        last_found = time.monotonic()
+        _record(out, summary, progress, number, handle, reused, answer)
+    for _ in pending:
+        summary.unfinished += 1
+        progress.collected(None)
+
+
+def _record(out: IO[str], summary: BatchSummary, progress: BatchProgress, number: int, handle: JobHandle,
+            reused: bool, answer: RetrievalResult | Exception) -> None:
+    if isinstance(answer, BadResult):  # forged or corrupt: that line's answer is unknown, the others go on
+        summary.bad_results += 1
+        progress.collected(None)
+        _write(out, {"line": number, "request_id": handle.request_id, "job_id": handle.job_id,
+                     "status": None, "error": str(answer)})
+        return
+    if isinstance(answer, Exception):
+        raise answer
+    progress.collected(answer.status)
+    summary.by_status[answer.status] += 1
+    _write(out, {"line": number, **({"reused": True} if reused else {}), **answer.model_dump(mode="json")})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import redis
@@ -58,6 +59,17 @@ class Producer:
     def enqueue(self, request: RetrievalRequest | dict[str, Any]) -> JobHandle:
         """Validate and enqueue; raises InvalidRequest naming the bad field."""
         return self.run(self.rules.enqueue(request))
+
+    def enqueue_many(self, requests: Sequence[RetrievalRequest | dict[str, Any]]) -> list[JobHandle | Exception]:
+        """Enqueue several requests side by side: each round trip of ``enqueue`` made once for all of them
+        (``SyncSteps.run_together``). Each request's handle, or the error that refused it (an
+        ``InvalidRequest`` naming the field), in order."""
+        return self.steps.run_together([self.rules.enqueue(request) for request in requests])
+
+    def results_of(self, jobs: Sequence[JobHandle]) -> list[RetrievalResult | None | Exception]:
+        """The results stored for ``jobs`` now (None: not yet), read in one round trip; a result that is
+        not the handle's own, or not a result, is its ``BadResult``."""
+        return self.steps.run_together([self.rules.owned_result(job) for job in jobs])
 
     def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
         """Enqueue a prefetch for ``conversation``; older ones still queued are superseded

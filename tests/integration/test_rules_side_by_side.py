@@ -1,0 +1,58 @@
+"""Rules run side by side (``SyncSteps.run_together``): the same answers as one at a time, in as many
+round trips as the longest rule takes, errors thrown back into their own rule only."""
+
+from __future__ import annotations
+
+import redis
+from redis.client import Pipeline
+
+from ferret.errors import InvalidRequest
+from ferret.steps import Batch, Call, Step
+
+
+def _count_round_trips(monkeypatch) -> list[int]:
+    trips = [0]
+    real = Pipeline.execute
+
+    def counted(self, raise_on_error=True):  # type: ignore[no-untyped-def]
+        trips[0] += 1
+        return real(self, raise_on_error)
+
+    monkeypatch.setattr(Pipeline, "execute", counted)
+    return trips
+
+
+def test_many_enqueues_cost_the_round_trips_of_one(producer, redis_client, monkeypatch):
+    requests = [{"query": f"BTC thesis {n}", "namespace": "side", "queue": "batch", "request_id": f"side-{n}"}
+                for n in range(300)]
+    requests.append({"query": "", "namespace": "side"})  # refused, alone
+    trips = _count_round_trips(monkeypatch)
+    answers = producer.enqueue_many(requests)
+    assert isinstance(answers[-1], InvalidRequest) and "query" in str(answers[-1])
+    handles = answers[:-1]
+    assert [h.request_id for h in handles] == [f"side-{n}" for n in range(300)]
+    assert len({h.job_id for h in handles}) == 300 and not any(h.duplicate for h in handles)
+    assert trips[0] <= 4, trips[0]  # the claim, the memory version, the enqueue transaction (and a clock read)
+    assert redis_client.llen("rq:queue:batch") >= 300
+    again = producer.enqueue_many(requests[:3])  # the same ids: the same jobs, said to be duplicates
+    assert [h.job_id for h in again] == [h.job_id for h in handles[:3]] and all(h.duplicate for h in again)
+    one_by_one = producer.enqueue(requests[0])
+    assert one_by_one.job_id == handles[0].job_id
+    assert producer.results_of(handles[:5]) == [None] * 5
+
+
+def test_an_error_reply_goes_back_to_its_own_rule(producer, redis_client):
+    redis_client.delete("side:list")
+    redis_client.rpush("side:list", "x")  # a list: GET on it is WRONGTYPE
+
+    def reads(key: str) -> Step[str]:
+        try:
+            value = yield Call(("GET", key))
+        except redis.ResponseError as exc:
+            return f"error {str(exc).split()[0]}"
+        written = yield Batch((("SET", f"{key}:seen", "1"), ("GET", f"{key}:seen")), transaction=True)
+        return f"{value!r} then {written[1]!r}"
+
+    redis_client.set("side:string", "v")
+    answers = producer.steps.run_together([reads("side:string"), reads("side:list"), reads("side:none")])
+    assert answers == ["b'v' then b'1'", "error WRONGTYPE", "None then b'1'"]
