@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from ferret import keys
 from ferret.contract import FINAL_STATUSES, RetrievalResult
 from ferret.errors import BadResult, InvalidRequest, ResultTimeout
 from ferret.json_input import parse_object
@@ -143,20 +144,20 @@ class NoProgress:
 ENQUEUE_CHUNK = 256  # lines enqueued side by side: each of enqueue's round trips made once for all of them
 READ_CHUNK = 512  # pending jobs whose results are read in one round trip
 STALL_SECONDS = 2.0  # no result for this long: the oldest pending job gets the full wait (lost? refused?)
-POLL_SECONDS = (0.005, 0.2)  # pause between reads while results trickle in: from, doubling up to
+POLL_SECONDS = 0.2  # the longest a listen waits before the stall check
 
 
 def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resume: bool = False,
               wait_seconds: float = 3600.0, cache: bool = True,
               progress: BatchProgress | None = None) -> BatchSummary:
-    """Enqueue every line (``ENQUEUE_CHUNK`` at a time, side by side), then write each final result as it
-    arrives, in the order they finish (each row names its line)."""
+    """Enqueue every line (``ENQUEUE_CHUNK`` at a time, side by side) and write each final result as it is
+    announced (``_Collector``), in the order they finish (each row names its line)."""
     progress = progress or NoProgress()
     run = recorded_run(out_path) if resume else new_run(out_path)
     summary = BatchSummary(run=run)
     done = done_request_ids(out_path) if resume else set()
-    pending: dict[int, tuple[int, JobHandle, bool]] = {}  # by line: line, job, whether an earlier run's job answers
-    with out_path.open("a" if resume else "w", encoding="utf-8") as out:
+    with out_path.open("a" if resume else "w", encoding="utf-8") as out, \
+            _Collector(producer, out, summary, progress) as collector:
         chunk: list[tuple[int, str, dict[str, Any], bool]] = []
 
         def enqueue_chunk() -> None:
@@ -170,11 +171,12 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                     # An id of the line's own that an earlier job holds: that job's answer, not a new one (a
                     # resumed run joining its own jobs is not that).
                     reused = own_id and not resume and answer.duplicate and not answer.coalesced
-                    pending[number] = (number, answer, reused)
+                    collector.expect(number, answer, reused)
                     summary.enqueued += 1
                     summary.reused += reused
                 progress.line_done()
             chunk.clear()
+            collector.take_announced(0.0)  # results already in, written while the rest is enqueued
 
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -195,8 +197,8 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                 enqueue_chunk()
         if chunk:
             enqueue_chunk()
-        progress.waiting_for(len(pending))
-        _collect(producer, pending, out, summary, progress, time.monotonic() + wait_seconds)
+        progress.waiting_for(summary.enqueued)
+        collector.finish(time.monotonic() + wait_seconds)
     return summary
 
 
@@ -207,44 +209,84 @@ def _invalid(out: IO[str], summary: BatchSummary, run: str, number: int, line: s
                  "status": "failed", "error": f"invalid request: {exc}"})
 
 
-def _collect(producer: Producer, pending: dict[int, tuple[int, JobHandle, bool]], out: IO[str],
-             summary: BatchSummary, progress: BatchProgress, deadline: float) -> None:
-    """Read the pending jobs' results in bulk, oldest first, writing each as it is found. When nothing has
-    come for ``STALL_SECONDS``, the oldest pending job gets the producer's full wait, which enqueues again a
-    job a failover lost and ends a refused one with its refusal."""
-    pause, last_found = POLL_SECONDS[0], time.monotonic()
-    while pending and time.monotonic() < deadline:
-        oldest = list(pending.values())[:READ_CHUNK]
+class _Collector:
+    """The batch's results, learnt of by notification: a worker's result script publishes on the job's done
+    channel; the batch listens to every done channel (one pattern, subscribed before the first enqueue, so
+    no announcement of its jobs comes before it listens) and reads the announced results of its own jobs in
+    bulk, one round trip per ``READ_CHUNK``. Pub/sub is at most once (a reconnect loses what was published
+    meanwhile): when nothing has come for ``STALL_SECONDS``, the oldest pending jobs are read in bulk, and
+    if the oldest is still without a result it gets the producer's full wait, which enqueues again a job a
+    failover lost and ends a refused one with its refusal."""
+
+    def __init__(self, producer: Producer, out: IO[str], summary: BatchSummary, progress: BatchProgress) -> None:
+        self.producer, self.out, self.summary, self.progress = producer, out, summary, progress
+        self.pending: dict[int, tuple[JobHandle, bool]] = {}  # by line: its job, whether an earlier run's answers
+        self.by_job: dict[str, list[int]] = {}
+        self.news = producer.client.pubsub(ignore_subscribe_messages=True)
+        self.prefix = len(keys.done(""))
+        self.last_found = time.monotonic()
+
+    def __enter__(self) -> _Collector:
+        self.news.psubscribe(keys.done("*"))
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.news.close()
+
+    def expect(self, number: int, handle: JobHandle, reused: bool) -> None:
+        self.pending[number] = (handle, reused)
+        self.by_job.setdefault(handle.job_id, []).append(number)
+
+    def read(self, numbers: list[int]) -> int:
+        """Read these lines' results in bulk; write those found; how many."""
         found = 0
-        for (number, handle, reused), answer in zip(oldest, producer.results_of([h for _, h, _ in oldest]),
-                                                    strict=True):
-            if answer is None:
-                continue
-            found += 1
-            del pending[number]
-            _record(out, summary, progress, number, handle, reused, answer)
+        for start in range(0, len(numbers), READ_CHUNK):
+            part = [number for number in numbers[start:start + READ_CHUNK] if number in self.pending]
+            answers = self.producer.results_of([self.pending[number][0] for number in part])
+            for number, answer in zip(part, answers, strict=True):
+                if answer is not None:
+                    found += 1
+                    self._record(number, answer)
         if found:
-            pause, last_found = POLL_SECONDS[0], time.monotonic()
-            continue
-        if time.monotonic() - last_found < STALL_SECONDS:
-            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            pause = min(pause * 2, POLL_SECONDS[1])
-            continue
-        number, handle, reused = next(iter(pending.values()))
-        try:
-            answer: RetrievalResult | Exception = producer.wait(
-                handle, min(STALL_SECONDS, max(0.0, deadline - time.monotonic())))
-        except ResultTimeout:
-            last_found = time.monotonic() - STALL_SECONDS / 2  # read in bulk for a while, then this one again
-            continue
-        except BadResult as exc:
-            answer = exc
-        del pending[number]
-        last_found = time.monotonic()
-        _record(out, summary, progress, number, handle, reused, answer)
-    for _ in pending:
-        summary.unfinished += 1
-        progress.collected(None)
+            self.last_found = time.monotonic()
+        return found
+
+    def take_announced(self, block_seconds: float) -> int:
+        """Read the results announced so far (waiting up to ``block_seconds`` for a first one)."""
+        announced: list[int] = []
+        message = self.news.get_message(timeout=block_seconds)
+        while message is not None and len(announced) < READ_CHUNK:
+            if message.get("type") == "pmessage":
+                channel = message["channel"]
+                job_id = (channel.decode(errors="replace") if isinstance(channel, bytes) else str(channel))
+                announced += self.by_job.get(job_id[self.prefix:], [])
+            message = self.news.get_message(timeout=0)
+        return self.read(announced) if announced else 0
+
+    def finish(self, deadline: float) -> None:
+        while self.pending and (left := deadline - time.monotonic()) > 0:
+            if self.take_announced(min(POLL_SECONDS, left)) or time.monotonic() - self.last_found < STALL_SECONDS:
+                continue
+            if self.read(list(self.pending)[:READ_CHUNK]):  # announcements missed (a reconnect)
+                continue
+            number = next(iter(self.pending))
+            try:
+                answer: RetrievalResult | Exception = self.producer.wait(
+                    self.pending[number][0], min(STALL_SECONDS, max(0.0, deadline - time.monotonic())))
+            except ResultTimeout:
+                self.last_found = time.monotonic() - STALL_SECONDS / 2  # listen a while, then this one again
+                continue
+            except BadResult as exc:
+                answer = exc
+            self.last_found = time.monotonic()
+            self._record(number, answer)
+        for _ in self.pending:
+            self.summary.unfinished += 1
+            self.progress.collected(None)
+
+    def _record(self, number: int, answer: RetrievalResult | Exception) -> None:
+        handle, reused = self.pending.pop(number)
+        _record(self.out, self.summary, self.progress, number, handle, reused, answer)
 
 
 def _record(out: IO[str], summary: BatchSummary, progress: BatchProgress, number: int, handle: JobHandle,

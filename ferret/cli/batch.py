@@ -35,7 +35,8 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
     A line of INPUT_FILE is one request (the fields of ferret query):
       {"query": "when is the dinner with Anna?", "namespace": "alice",
        "request_id": "q-17", "queue": "batch", "options": {"max_results": 5}}
-    A line of OUT is its final result, in input order:
+    A line of OUT is a final result, written as it comes (its "line" is
+    the input line it answers):
       {"line": 1, "request_id": "q-17", "job_id": "fr-r-...", "status": "ok",
        "results": [{"id": "m1", "score": 1.3, ...}], "context": "- ...", ...}
     \b

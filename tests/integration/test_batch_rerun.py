@@ -20,7 +20,8 @@ def _batch(env, *args: str, timeout: float = 120) -> subprocess.CompletedProcess
 
 
 def _rows(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """The output's rows in input order (they are written as they finish; each names its line)."""
+    return sorted((json.loads(line) for line in path.read_text().splitlines()), key=lambda row: row["line"])
 
 
 def test_a_second_run_after_a_memory_change_computes_every_line_anew(tmp_path, env, redis_client,
