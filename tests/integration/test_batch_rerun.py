@@ -84,3 +84,24 @@ def test_a_run_stopped_while_enqueueing_says_how_to_finish_it(tmp_path, env, sam
     _, stderr = running.communicate(timeout=60)
     assert running.returncode == 130, stderr
     assert f"--out {out} --resume" in stderr
+
+
+def test_results_whose_announcement_was_lost_are_still_collected(tmp_path, producer, sample_namespace,
+                                                                 start_workers, monkeypatch):
+    """Pub/sub is at most once: with every announcement lost (the batch listens where nothing is said),
+    the stall path reads the results anyway, and every line gets its answer."""
+    from ferret.producer import batch
+
+    real = producer.client.pubsub
+
+    def deaf(**kwargs):  # type: ignore[no-untyped-def]
+        listener = real(**kwargs)
+        listener.psubscribe = lambda *_patterns: type(listener).psubscribe(listener, "nothing-is-said-here")
+        return listener
+
+    monkeypatch.setattr(producer.client, "pubsub", deaf)
+    start_workers(1)
+    lines = [json.dumps({"query": f"BTC thesis {n}", "namespace": sample_namespace}) for n in range(5)]
+    summary = batch.run_batch(producer, lines, tmp_path / "out.jsonl", wait_seconds=120)
+    assert summary.by_status == {"ok": 5} and summary.unfinished == 0
+    assert sorted(row["line"] for row in _rows(tmp_path / "out.jsonl")) == [1, 2, 3, 4, 5]
