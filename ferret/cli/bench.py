@@ -180,6 +180,26 @@ def breaker(jobs: int) -> None:
 
 
 @bench.command()
+@click.option("--jobs", default=2_000, show_default=True, type=click.IntRange(10), help="Jobs per round and path.")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1), help="Alternated rounds.")
+@click.option("--memories", default=10_000, show_default=True, type=click.IntRange(1),
+              help="Memories in the namespace.")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="Simple workers.")
+def overhead(jobs: int, rounds: int, memories: int, workers: int) -> None:
+    """CPU per job of the service (workers + producer + Redis) against the in-process pipeline's."""
+    from ferret.bench.overhead import run
+
+    report = run(jobs, rounds, memories, workers)
+    cpu = report["cpu_ms_per_job"]
+    click.echo(f"in-process pipeline: {cpu['in_process']['total']} ms of CPU a query")
+    for kind in ("batch", "fast_path"):
+        row = cpu[kind]
+        click.echo(f"{kind}: {row['total']} ms a job (workers {row['workers']}, producer {row['producer']}, "
+                   f"redis {row['redis']}), {report[kind + '_over_in_process']}x the in-process pipeline")
+    click.echo(json.dumps(report))
+
+
+@bench.command()
 @click.option("--jobs", default=60_000, show_default=True, type=click.IntRange(1), help="Prefetch jobs to send.")
 @click.option("--hogs", default=2 * (os.cpu_count() or 1), show_default="two per core", type=click.IntRange(0),
               help="Busy processes taking the CPU meanwhile.")

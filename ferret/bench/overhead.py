@@ -1,0 +1,124 @@
+"""What the service costs beyond the retrieval it carries: CPU per job against the pipeline's own.
+
+On a private redis-server, a namespace of ``memories`` synthetic memories
+(``ferret bench scale``'s corpus) and fresh synthetic queries each round
+(cache off, so every job runs the pipeline):
+
+- **in-process**: the same pipeline and local backend run the queries in
+  this process, one after another: CPU per query;
+- **batch**: ``run_batch`` (what ``ferret batch`` runs) sends the queries
+  through ``workers`` simple workers: CPU per job of the workers, of the
+  producer (this process) and of redis-server;
+- **fast path**: one prefetch job at a time, enqueued and waited for (an
+  agent's turn without the write): the same three.
+
+Rounds alternate the three; the medians of the rounds are printed, with the
+service's total over the in-process figure (issue target for the batch: at
+most 2x).
+
+    ferret bench overhead [--jobs 2000] [--rounds 3] [--memories 10000] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from ferret.bench.common import cpu_seconds, private_redis, stop_processes
+from ferret.bench.scale import Corpus
+from ferret.producer.batch import run_batch
+from ferret.producer.client import Producer
+from ferret.rq_layer.producer_side import workers_up
+from ferret.settings import load_settings
+from ferret.worker.backends.local import MemoryStore
+from ferret.worker.core.resources import build_resources
+from ferret.worker.pipeline.orchestrator import run_pipeline
+
+NAMESPACE = "overhead"
+NO_CACHE = {"FERRET_CACHE__ENABLED": "false", "FERRET_CACHE__COALESCE": "false"}
+
+
+def _own_cpu() -> float:
+    return time.process_time()
+
+
+class _Service:
+    def __init__(self, url: str, server_pid: int, workers: int) -> None:
+        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
+                    "FERRET_REDIS__URL": url, **NO_CACHE}
+        self.client = redis.Redis.from_url(url)
+        self.server_pid = server_pid
+        self.workers = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "-q",
+                                          "--worker-class", "simple"], env=self.env) for _ in range(workers)]
+        while workers_up(self.client) < workers:
+            if any(worker.poll() is not None for worker in self.workers):
+                raise RuntimeError("a worker exited at start")
+            time.sleep(0.05)
+        self.producer = Producer(self.client, load_settings(environ=self.env))
+
+    def measure(self, run: Any, jobs: int) -> dict[str, float]:
+        """CPU per job of workers, producer and Redis while ``run`` runs."""
+        workers = sum(cpu_seconds(w.pid) for w in self.workers)
+        server, own = cpu_seconds(self.server_pid), _own_cpu()
+        run()
+        per_job = {"workers": sum(cpu_seconds(w.pid) for w in self.workers) - workers,
+                   "producer": _own_cpu() - own, "redis": cpu_seconds(self.server_pid) - server}
+        per_job = {name: value / jobs * 1000 for name, value in per_job.items()}
+        per_job["total"] = sum(per_job.values())
+        return per_job
+
+
+def run(jobs: int, rounds: int, memories: int, workers: int) -> dict[str, Any]:
+    corpus = Corpus()
+    with tempfile.TemporaryDirectory(prefix="ferret-overhead-") as home:
+        server = private_redis(Path(home))
+        assert server.process is not None
+        client = redis.Redis.from_url(server.url)
+        MemoryStore(client, NAMESPACE).upsert(list(corpus.memories(memories)))
+        settings = load_settings(environ={"FERRET_REDIS__URL": server.url, **NO_CACHE})
+        resources = build_resources(settings, client, Path(home) / "indexes")
+        service = _Service(server.url, server.process.pid, workers)
+        try:
+            for handle in [service.producer.enqueue({"query": corpus.query(), "namespace": NAMESPACE,
+                                                     "deadline_seconds": 600}) for _ in range(40)]:
+                service.producer.wait(handle, 600)  # every worker's index warm
+            run_pipeline(corpus.query(), resources.backends.for_namespace(NAMESPACE), settings.pipeline)
+            rows: dict[str, list[dict[str, float]]] = {"in_process": [], "batch": [], "fast_path": []}
+            for _ in range(rounds):
+                queries = [corpus.query() for _ in range(jobs)]
+                own = _own_cpu()
+                for query in queries:
+                    backend = resources.backends.for_namespace(NAMESPACE)
+                    run_pipeline(query, backend, settings.pipeline)
+                rows["in_process"].append({"total": (_own_cpu() - own) / jobs * 1000})
+                lines = [json.dumps({"query": corpus.query(), "namespace": NAMESPACE}) for _ in range(jobs)]
+                out = Path(home) / "batch.jsonl"
+                rows["batch"].append(service.measure(
+                    lambda lines=lines, out=out: run_batch(service.producer, lines, out, wait_seconds=600), jobs))
+                fast = max(1, jobs // 4)
+
+                def one_at_a_time(fast: int = fast) -> None:
+                    for _ in range(fast):
+                        service.producer.wait(service.producer.enqueue(
+                            {"query": corpus.query(), "namespace": NAMESPACE, "queue": "prefetch",
+                             "deadline_seconds": 60}), 60)
+
+                rows["fast_path"].append(service.measure(one_at_a_time, fast))
+        finally:
+            stop_processes(service.workers, 30)
+            server.stop()
+    medians = {kind: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
+               for kind, runs in rows.items()}
+    base = medians["in_process"]["total"]
+    return {"jobs": jobs, "rounds": rounds, "memories": memories, "workers": workers, "cpu_ms_per_job": medians,
+            "batch_over_in_process": round(medians["batch"]["total"] / base, 2),
+            "fast_path_over_in_process": round(medians["fast_path"]["total"] / base, 2)}
