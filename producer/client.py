@@ -66,7 +66,7 @@ class Producer:
         ``InvalidRequest`` naming the field), in order."""
         return self.steps.run_together([self.rules.enqueue(request) for request in requests])
 
-    def results_of(self, jobs: Sequence[JobHandle]) -> list[RetrievalResult | None | Exception]:
+    def results_of(self, jobs: Sequence[JobHandle]) -> list[RetrievalResult | Exception | None]:
         """The results stored for ``jobs`` now (None: not yet), read in one round trip; a result that is
         not the handle's own, or not a result, is its ``BadResult``."""
         return self.steps.run_together([self.rules.owned_result(job) for job in jobs])

@@ -113,8 +113,8 @@ def run(jobs: int, hogs: int, load: float, worker_class: str, memories: int, wor
             process.kill()
     statuses = Counter(result.status if result else "none" for result in results)
     errors = Counter(re.sub(r"\d+(\.\d+)?", "N", result.error)[:90] for result in results if result and result.error)
-    false_losses = sum(1 for result in results
-                       if result and result.error and result.error.startswith(FALSE_LOSS))
+    false_losses = len([result for result in results
+                        if result and result.error and result.error.startswith(FALSE_LOSS)])
     return {"jobs": jobs, "hogs": hogs, "cores": os.cpu_count(), "worker_class": worker_class,
             "workers": workers, "memories": memories, "capacity_jobs_per_s": round(capacity, 1),
             "sent_jobs_per_s": round(jobs / sent_for, 1),
