@@ -24,16 +24,21 @@ def test_a_full_disk_is_recognised_in_each_form_it_takes():
     assert not out_of_space(ValueError("An IO error occurred: 'Permission denied (os error 13)'"))
 
 
-@pytest.fixture
-def tiny_disk(tmp_path):
+def _disk(tmp_path, size: str):
+    """A tmpfs of ``size`` mounted for the test (skipped where mounting needs rights the test lacks)."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(disk)], capture_output=True,
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)], capture_output=True,
                              text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN): {mounted.stderr.strip()}")
     yield disk
     subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    yield from _disk(tmp_path, "4k")
 
 
 def test_a_job_on_a_full_index_disk_fails_with_a_message_naming_it(tiny_disk, producer, redis_client, start_workers):
@@ -65,14 +70,7 @@ def _fill(disk) -> None:
 
 @pytest.fixture
 def small_disk(tmp_path):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], capture_output=True,
-                             text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN): {mounted.stderr.strip()}")
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], check=False)
+    yield from _disk(tmp_path, "8m")
 
 
 @pytest.mark.parametrize(("worker_class", "replacing"), [("simple", 400), ("fork", 400), ("simple", 10)])
