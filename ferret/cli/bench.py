@@ -205,7 +205,8 @@ def overhead(jobs: int, rounds: int, memories: int, workers: int) -> None:
               help="Busy processes taking the CPU meanwhile.")
 @click.option("--load", default=1.0, show_default=True, type=click.FloatRange(0.05, 10),
               help="Send rate as a share of the measured capacity.")
-@click.option("--worker-class", default="simple", show_default=True, type=click.Choice(WORKER_CLASSES))
+@click.option("--worker-class", default="simple", show_default=True, type=click.Choice(WORKER_CLASSES),
+              help="The two workers' class.")
 @click.option("--memories", default=10_000, show_default=True, type=click.IntRange(1),
               help="Memories in the namespace.")
 def soak(jobs: int, hogs: int, load: float, worker_class: str, memories: int) -> None:
