@@ -19,6 +19,7 @@ from hypothesis import settings as hypothesis_settings
 from ferret.records import Memory
 from ferret.redis_plumbing.server_process import redis_server_binary
 from ferret.worker.fakes.nous_server import FakeNous
+from tests.timing import scaled
 
 hypothesis_settings.register_profile("ferret", deadline=None, derandomize=True, max_examples=150)
 hypothesis_settings.load_profile("ferret")
@@ -142,7 +143,9 @@ def embedded_env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("FERRET_", "RQ_"))}
     directory = tmp_path / "redis"
-    yield {**clean, "PYTHONPATH": str(ROOT), "FERRET_REDIS__EMBEDDED_DIR": str(directory)}
+    yield {**clean, "PYTHONPATH": str(ROOT), "FERRET_REDIS__EMBEDDED_DIR": str(directory),
+           # the prefetch default deadline stretched by the machine's slowdown now (tests.timing)
+           "FERRET_SERVICE__PREFETCH_DEADLINE_SECONDS": f"{scaled(5.0):.1f}"}
     SharedRedis(directory, 0).stop()
 
 

@@ -6,8 +6,10 @@ slowdown, the larger of:
 
 - the run queue per core (the 1-minute load average over the core count):
   at a load of 12 on 2 cores a process gets about a sixth of a core;
-- the stretch of a fixed CPU task: timed now, against the fastest this
-  test session has seen.
+- the share of a core a CPU-bound probe gets now: its wall time over its
+  CPU time (about 30 ms of work; 2.5 when five busy processes share two
+  cores). Unlike the load average, which takes a minute to rise, this
+  sees a load that began a moment ago.
 
 Both are measured when ``scaled`` is called, so a test that starts while a
 compile or another suite runs beside it gets the time that load needs; on an
@@ -21,26 +23,23 @@ import os
 import time
 
 MAX_SLOWDOWN = 12.0
-_PROBE_LOOPS = 20_000
-_fastest: float | None = None
+PROBE_CPU_SECONDS = 0.03
 
 
-def _probe_seconds() -> float:
-    started = time.perf_counter()
+def _probe_stretch() -> float:
+    """Wall time over CPU time of a CPU-bound loop run for ``PROBE_CPU_SECONDS`` of CPU."""
+    wall, cpu = time.perf_counter(), time.thread_time()
     total = 0
-    for number in range(_PROBE_LOOPS):
-        total += number * number
-    return time.perf_counter() - started
+    while time.thread_time() - cpu < PROBE_CPU_SECONDS:
+        for number in range(2_000):
+            total += number * number
+    return (time.perf_counter() - wall) / max(1e-6, time.thread_time() - cpu)
 
 
 def slowdown() -> float:
     """How much slower than idle this machine runs now (1 on an idle one)."""
-    global _fastest
-    took = min(_probe_seconds() for _ in range(3))
-    _fastest = took if _fastest is None else min(_fastest, took)
-    stretch = took / _fastest
     queue = os.getloadavg()[0] / (os.cpu_count() or 1)
-    return min(MAX_SLOWDOWN, max(1.0, stretch, queue))
+    return min(MAX_SLOWDOWN, max(1.0, _probe_stretch(), queue))
 
 
 def scaled(seconds: float) -> float:
