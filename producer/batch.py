@@ -272,7 +272,7 @@ class _Collector:
             number = next(iter(self.pending))
             try:
                 answer: RetrievalResult | Exception = self.producer.wait(
-                    self.pending[number][0], min(STALL_SECONDS, max(0.0, deadline - time.monotonic())))
+                    self.pending[number][0], min(self._full_wait(), max(0.0, deadline - time.monotonic())))
             except ResultTimeout:
                 self.last_found = time.monotonic() - STALL_SECONDS / 2  # listen a while, then this one again
                 continue
@@ -283,6 +283,11 @@ class _Collector:
         for _ in self.pending:
             self.summary.unfinished += 1
             self.progress.collected(None)
+
+    def _full_wait(self) -> float:
+        """Long enough for the wait's own checks (is the job lost? refused?), which it makes once per
+        ``redis.failover_check_seconds`` while more than that is left."""
+        return max(STALL_SECONDS, 2 * self.producer.settings.redis.failover_check_seconds + 1)
 
     def _record(self, number: int, answer: RetrievalResult | Exception) -> None:
         handle, reused = self.pending.pop(number)
