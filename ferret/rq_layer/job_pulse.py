@@ -12,7 +12,8 @@ how late its own beats wake (a starved process wakes late) and lengthens the
 TTL it sends by twice the worst lateness of its recent beats, so the margin
 follows what the machine is doing. Every command it sends renews and never
 creates: a beat racing the job's end cannot bring back a deleted record; a
-worker key that expired anyway is registered again, as RQ's own monitor does.
+worker key that expired anyway is registered again
+(``RedisAwayTolerant._register_again``).
 
 The forking worker forks its work horse while no beat is in flight
 (``paused``): the child never inherits a lock held mid-command.
@@ -29,7 +30,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rq import worker_registration
 from rq.executions import ExecutionRegistry
 from rq.job import Job
 from rq.utils import current_timestamp
@@ -51,8 +51,6 @@ class JobPulse:
         self._ttl = 0
         self._lateness: deque[float] = deque(maxlen=BEATS_REMEMBERED)
         self._thread: threading.Thread | None = None
-        self.beats = 0
-        self.worst_lateness = 0.0
 
     def interval(self) -> float:
         return min(5.0, max(0.25, self._ttl / 4))
@@ -71,8 +69,7 @@ class JobPulse:
         try:
             yield
         finally:
-            with self._lock:
-                self._job = None
+            self._job = None  # no lock: a beat in flight renews, never creates, and must not hold up the job's end
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -90,7 +87,6 @@ class JobPulse:
                 woke = time.monotonic()
                 late = max(0.0, woke - due)
                 self._lateness.append(late)
-                self.worst_lateness = max(self.worst_lateness, late)
                 due = woke + self.interval()
                 try:
                     self._beat()
@@ -114,12 +110,5 @@ class JobPulse:
                     pipe.zadd(ExecutionRegistry(job_id=execution.job_id, connection=worker.connection).key,
                               {execution.id: current_timestamp() + ttl + 60}, xx=True)  # RQ's score there
                 alive = pipe.execute()[0]
-            if not alive:  # expired anyway (a stall longer than the TTL): registered again, as RQ's monitor does
-                with worker.connection.pipeline() as pipe:
-                    pipe.hset(worker.key, mapping=worker.serialize())
-                    worker_registration.register(worker, pipe)
-                    pipe.expire(worker.key, ttl)
-                    pipe.execute()
-                logger.warning("worker %s: its key expired while it ran job %s; registered again",
-                               worker.name, job.id)
-            self.beats += 1
+            if not alive:  # expired anyway (a stall longer than the TTL): registered again, as after an outage
+                worker._register_again()
