@@ -6,13 +6,18 @@ import json
 import os
 import statistics
 import subprocess
+import sys
+import time
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
+import redis
+
 from ferret.ingest import parse_memory_lines
 from ferret.records import Memory
 from ferret.redis_plumbing.embedded_redis import EmbeddedRedis
+from ferret.rq_layer.producer_side import workers_up
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -69,6 +74,19 @@ def stop_processes(processes: Iterable[subprocess.Popen[bytes]], seconds: float 
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def start_workers(env: dict[str, str], count: int, worker_class: str,
+                  client: redis.Redis) -> list[subprocess.Popen[bytes]]:
+    """``count`` quiet worker processes of ``worker_class``, once all are registered (one that exits
+    at start fails the bench)."""
+    workers = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "-q",
+                                 "--worker-class", worker_class], env=env) for _ in range(count)]
+    while workers_up(client) < count:
+        if any(worker.poll() is not None for worker in workers):
+            raise RuntimeError("a worker exited at start")
+        time.sleep(0.05)
+    return workers
 
 
 def write_json(path: Path | None, data: object) -> None:

@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,11 +31,10 @@ from typing import Any
 
 import redis
 
-from ferret.bench.common import cpu_seconds, private_redis, stop_processes
+from ferret.bench.common import cpu_seconds, private_redis, start_workers, stop_processes
 from ferret.bench.scale import Corpus
 from ferret.producer.batch import run_batch
 from ferret.producer.client import Producer
-from ferret.rq_layer.producer_side import workers_up
 from ferret.settings import load_settings
 from ferret.worker.backends.local import MemoryStore
 from ferret.worker.core.resources import build_resources
@@ -57,12 +54,7 @@ class _Service:
                     "FERRET_REDIS__URL": url, **NO_CACHE}
         self.client = redis.Redis.from_url(url)
         self.server_pid = server_pid
-        self.workers = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "-q",
-                                          "--worker-class", "simple"], env=self.env) for _ in range(workers)]
-        while workers_up(self.client) < workers:
-            if any(worker.poll() is not None for worker in self.workers):
-                raise RuntimeError("a worker exited at start")
-            time.sleep(0.05)
+        self.workers = start_workers(self.env, workers, "simple", self.client)
         self.producer = Producer(self.client, load_settings(environ=self.env))
 
     def measure(self, run: Any, jobs: int) -> dict[str, float]:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -31,10 +29,9 @@ from typing import Any
 
 import redis
 
-from ferret.bench.common import cpu_seconds, private_redis, stop_processes
+from ferret.bench.common import cpu_seconds, private_redis, start_workers, stop_processes
 from ferret.bench.scale import Corpus
 from ferret.producer.client import Producer
-from ferret.rq_layer.producer_side import workers_up
 from ferret.settings import load_settings
 from ferret.worker.backends.local import MemoryStore
 
@@ -45,17 +42,6 @@ CALIBRATION_JOBS = 1_000
 def _hog() -> None:
     while True:
         pass
-
-
-def _start_workers(env: dict[str, str], count: int, worker_class: str,
-                   client: redis.Redis) -> list[subprocess.Popen[bytes]]:
-    workers = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "-q",
-                                 "--worker-class", worker_class], env=env) for _ in range(count)]
-    while workers_up(client) < count:
-        if any(worker.poll() is not None for worker in workers):
-            raise RuntimeError("a worker exited at start")
-        time.sleep(0.05)
-    return workers
 
 
 def _payload(corpus: Corpus) -> dict[str, Any]:
@@ -86,7 +72,7 @@ def run(jobs: int, hogs: int, load: float, worker_class: str, memories: int, wor
             MemoryStore(client, "soak").upsert(list(corpus.memories(memories)))
             settings = load_settings(environ={"FERRET_REDIS__URL": server.url})
             producer = Producer(client, settings)
-            running = _start_workers(env, workers, worker_class, client)
+            running = start_workers(env, workers, worker_class, client)
             try:
                 capacity = _calibrate(producer, corpus)
                 rate = capacity * load
