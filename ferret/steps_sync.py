@@ -86,7 +86,7 @@ class SyncSteps:
         replicate: list[int] = []
         for index, op in asked.items():
             if isinstance(op, Now):
-                replies[index] = self.clock.time()
+                replies[index] = self.do(op)
             elif isinstance(op, Replicate):
                 replicate.append(index)
             elif isinstance(op, (Call, Batch, Eval)):
