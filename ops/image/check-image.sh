@@ -5,6 +5,7 @@
 # (Debian bookworm's python3 by mmdebstrap: ../shared/tools/stand-in-python-base.sh), made once per machine.
 # `podman run` does not work on these machines, hence the RUN step. Usage: ops/image/check-image.sh [SHARED_DIR]
 set -euo pipefail
+trap 'echo "check-image: line $LINENO failed (exit $?): $BASH_COMMAND"' ERR
 cd "$(dirname "$0")/../.."
 shared="${1:-../shared}"
 export DEBIAN_FRONTEND=noninteractive
@@ -23,5 +24,6 @@ RUN ferret demo --sample everyday \
 CF
 podman build --format docker --isolation chroot --pull=never -t localhost/ferret-demo:check "$work" >"$work/demo.log" 2>&1 \
   || { tail -60 "$work/demo.log"; exit 1; }
-grep -q "stopped the workers and the embedded Redis." "$work/demo.log"
+grep -q "stopped the workers and the embedded Redis." "$work/demo.log" \
+  || { echo "check-image: the demo did not say it stopped its workers; its build's log ends:"; tail -60 "$work/demo.log"; exit 1; }
 echo "image: built from the Dockerfile; in it, ferret demo: $(grep -o 'all [0-9]* jobs answered in [0-9.]*s' "$work/demo.log")"
