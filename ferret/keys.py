@@ -149,3 +149,20 @@ def store_binding() -> str:
 def store_mismatches() -> str:
     """Counter (in the queue Redis): workers that refused to start because their store was another."""
     return f"{PREFIX}:store-mismatches"
+
+
+def api_key(key_id: str) -> str:
+    """Hash (in the queue Redis, no TTL): an HTTP API key's record: the SHA-256 of the key (never the key),
+    its namespaces, read-only flag, rate, label, creation time and, once revoked, when (``ferret.serve.api_keys``)."""
+    return f"{PREFIX}:api-key:{key_id}"
+
+
+def api_key_ids() -> str:
+    """Set (in the queue Redis): the ids of every HTTP API key, for ``ferret keys list``."""
+    return f"{PREFIX}:api-keys"
+
+
+def rate_limit_prefix() -> str:
+    """Key prefix of the HTTP API's per-key request counters (fixed windows kept by the ``limits`` library,
+    each expiring with its window)."""
+    return f"{PREFIX}:rate"

@@ -55,9 +55,10 @@ class GuardedH11Protocol(H11Protocol):
 
 
 def serve(app: Any, host: str, port: int, head_seconds: float = HEAD_SECONDS, log_level: str = "warning",
-          **options: Any) -> None:
-    """Run ``app`` on uvicorn with ``GuardedH11Protocol`` (``head_seconds`` for a request's head)."""
+          idle_seconds: float = IDLE_SECONDS, **options: Any) -> None:
+    """Run ``app`` on uvicorn with ``GuardedH11Protocol`` (``head_seconds`` for a request's head). uvicorn's
+    access log stays off: a URL is never logged (a key pasted into one would be)."""
     protocol = type("Guarded", (GuardedH11Protocol,), {"head_seconds": head_seconds})
-    config = uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=int(IDLE_SECONDS),
-                            log_level=log_level, **options)
+    config = uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=max(1, round(idle_seconds)),
+                            log_level=log_level, access_log=False, **options)
     uvicorn.Server(config).run()

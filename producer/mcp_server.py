@@ -52,14 +52,16 @@ def _context_answer(result: Any) -> dict[str, Any]:
             "results": [item.model_dump(mode="json") for item in result.results]}
 
 
-def build_server(namespace: str, client: Callable[[], AsyncClient]) -> MCPServer:
+def build_server(namespace: str, client: Callable[[], AsyncClient], tools: MemoryTools | None = None) -> MCPServer:
     """The MCP server for ``namespace``; ``client`` gives the shared ``AsyncClient`` (made on the
-    server's event loop, at the first call)."""
+    server's event loop, at the first call). ``tools``: tools that find their namespace elsewhere
+    (``ferret serve`` takes it from the caller's key)."""
     server = MCPServer(
         name="ferret", title="Ferret memory",
-        instructions=f"Long-term memory of namespace {namespace!r}: search_memory before answering from "
+        instructions=f"Long-term memory of {'namespace ' + repr(namespace) if tools is None else namespace}: "
+                     "search_memory before answering from "
                      "memory, remember what is worth keeping, prefetch for the next turn, get_context to read it.")
-    tools = MemoryTools(namespace, client)
+    tools = tools or MemoryTools(namespace, client)
     for tool in (tools.search_memory, tools.remember, tools.forget, tools.prefetch, tools.get_context):
         server.tool()(tool)
     _refuse_other_arguments(server)

@@ -162,10 +162,21 @@ def run(ctx: click.Context, query: str, namespace: str, history: tuple[str, ...]
 
 
 def _register() -> None:
-    from ferret.cli import batch, bench, bench_lab, config_command, demo, llm_command, mcp_command, redis_admin, service
+    from ferret.cli import (
+        batch,
+        bench,
+        bench_lab,
+        config_command,
+        demo,
+        llm_command,
+        mcp_command,
+        redis_admin,
+        serve_command,
+        service,
+    )
 
     for command in (*service.COMMANDS, batch.batch, demo.demo, bench.bench, redis_admin.redis, mcp_command.mcp,
-                    llm_command.llm, config_command.config):
+                    llm_command.llm, config_command.config, *serve_command.COMMANDS):
         cli.add_command(command)
     for lab_command in (bench_lab.retrieval, bench_lab.llm):  # the retrieval-tuning lab's, from a checkout
         bench.bench.add_command(lab_command)

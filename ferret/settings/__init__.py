@@ -43,6 +43,7 @@ from ferret.settings.pipeline import (
 from ferret.settings.service import (
     BreakerSettings,
     CacheSettings,
+    HttpSettings,
     LimitSettings,
     RedisSettings,
     SecuritySettings,
@@ -60,7 +61,7 @@ from ferret.settings.strict import ENV_CONFIG_FILE, ENV_PREFIX, ENV_TEST_PREFIX
 
 __all__ = ["DEFAULT_FUSION_WEIGHTS", "ENV_CONFIG_FILE", "ENV_PREFIX", "ENV_TEST_PREFIX", "QUERY_TYPES",
            "SEED_FUSION_WEIGHTS", "AgentSettings", "BackendSettings", "BreakerSettings", "CacheSettings",
-           "CoRetrievalSettings", "FusionSettings", "LimitSettings", "LocalSettings", "NousSettings",
+           "CoRetrievalSettings", "FusionSettings", "HttpSettings", "LimitSettings", "LocalSettings", "NousSettings",
            "PipelineSettings", "RedisSettings", "RerankSettings", "SectionSettings", "SecuritySettings",
            "SemanticSettings", "ServiceSettings", "Settings", "TracingSettings", "load_settings"]
 
@@ -87,6 +88,7 @@ class Settings(BaseSettings):
     semantic: SemanticSettings = SemanticSettings()
     security: SecuritySettings = SecuritySettings()
     breaker: BreakerSettings = BreakerSettings()
+    http: HttpSettings = HttpSettings()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -183,3 +183,22 @@ class SecuritySettings(Strict):
                 raise ConfigError("security.signing_key_file: the key is shorter than 16 bytes")
             return found
         return None
+
+
+class HttpSettings(Strict):
+    """``ferret serve``: the HTTP API's limits. The rate is per key across every server (counted in Redis);
+    the others hold per connection."""
+
+    rate_limit: str = Field("50/second", pattern=r"^\d{1,9} ?(/|per) ?(second|minute|hour|day)$")
+    """Requests one key may make ("50/second", "600/minute", "10000/hour"); a key made with --rate has its own.
+    Past it: 429 with Retry-After."""
+    max_body_bytes: int = Field(1_048_576, ge=1024, le=100_000_000)
+    """A request body above this is refused with 413, before it is read."""
+    head_timeout_seconds: float = Field(10.0, gt=0, le=600)
+    """A connection must send a request's head (request line and headers) within this, or it is closed."""
+    body_timeout_seconds: float = Field(30.0, gt=0, le=600)
+    """A request's body must arrive within this once its head has, or it is refused with 408."""
+    idle_seconds: float = Field(5.0, gt=0, le=600)
+    """A kept-alive connection with no next request is closed after this."""
+    max_wait_seconds: float = Field(300.0, gt=0, le=3600)
+    """The longest a query request waits for its result (its own ``wait_seconds`` may be less)."""

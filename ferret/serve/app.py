@@ -1,0 +1,76 @@
+"""``ferret serve``'s ASGI application: FastAPI routes (``ferret.serve.routes``), the MCP tools at ``/mcp``,
+health, readiness and metrics, behind the gate (``ferret.serve.gate``) and timed (``ferret.serve.timing``).
+
+FastAPI because the API's documents come from the models Ferret already validates with: the OpenAPI
+document at ``/openapi.json`` is generated from them, and the JavaScript client's types from it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ferret.producer.api import AsyncClient
+from ferret.serve import errors_http
+from ferret.serve.gate import Gate
+from ferret.serve.http_metrics import HttpMetrics
+from ferret.serve.routes import router
+from ferret.serve.timing import Timing
+from ferret.settings import Settings
+
+API_VERSION = "1"
+
+
+def build_app(settings: Settings, ferret: AsyncClient, *, mcp: bool = True, host: str = "127.0.0.1") -> Any:
+    """The whole server; ``ferret`` is the one client every request shares (closed at shutdown)."""
+    metrics = HttpMetrics()
+    mcp_route, mcp_sessions = (None, None)
+    if mcp:
+        from ferret.serve.mcp_mount import mcp_endpoint
+
+        mcp_route, mcp_sessions = mcp_endpoint(lambda: ferret, host)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            if mcp_sessions is not None:
+                await stack.enter_async_context(mcp_sessions.run())
+            try:
+                yield
+            finally:
+                await ferret.close()
+
+    api = FastAPI(title="Ferret", version=API_VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="Multi-pass memory retrieval for agents. Every /v1 route needs "
+                              "`Authorization: Bearer KEY` (`ferret keys create`); a key reaches only its "
+                              "namespaces.")
+    api.state.ferret = ferret
+    api.state.http = settings.http
+    api.state.metrics = metrics
+    errors_http.install(api)
+    api.include_router(router)
+    if mcp_route is not None:
+        api.router.routes.append(mcp_route)
+
+    @api.get("/healthz", include_in_schema=True, summary="The process is up")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @api.get("/readyz", summary="Redis answers: requests can be served")
+    async def readyz(request: Request) -> Response:
+        try:
+            await request.app.state.ferret.client.ping()
+        except Exception as exc:  # noqa: BLE001 - any failure means not ready; the reason is said
+            return JSONResponse({"status": "unavailable", "reason": type(exc).__name__}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    @api.get("/metrics", include_in_schema=False)
+    async def scrape() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    gated = Gate(api, ferret.client, settings.http, metrics)
+    return Timing(gated, api.router.routes, metrics)

@@ -1,0 +1,169 @@
+"""The HTTP API's operations, one per route, each a call of the shared ``AsyncClient`` (the Python
+client's own): the same validation, ids, waits and errors. Waiting holds no thread: every waiter shares
+the client's one subscriber connection (``ferret.producer.done_hub``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from ferret.contract import RetrievalRequest, RetrievalResult, Turn
+from ferret.errors import JobNotFound
+from ferret.producer.api import AsyncClient
+from ferret.records import Memory
+
+WAIT_GRACE_SECONDS = 5.0  # a query waits for its deadline plus this, unless it says otherwise
+
+NamespacePath = Annotated[str, Path(min_length=1, max_length=256, description="The namespace the key reaches.")]
+JobPath = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")]
+ConversationPath = Annotated[str, Path(min_length=1, max_length=256)]
+
+_REQUEST_FIELDS: dict[str, Any] = {name: (field.annotation, field) for name, field
+                                   in RetrievalRequest.model_fields.items() if name != "namespace"}
+JobBody = create_model("JobBody", __config__=ConfigDict(extra="forbid"), **_REQUEST_FIELDS)  # type: ignore[call-overload]
+QueryBody = create_model(  # type: ignore[call-overload]
+    "QueryBody", __config__=ConfigDict(extra="forbid"), **_REQUEST_FIELDS,
+    wait_seconds=(float | None, Field(None, gt=0, description="Seconds to wait for the result (default: the "
+                                      "job's deadline and 5 s; at most http.max_wait_seconds).")))
+
+
+class Enqueued(BaseModel):
+    job_id: str
+    queue: str
+    joined_identical_request: bool
+    deadline_at: float | None
+
+
+class JobView(BaseModel):
+    job_id: str
+    status: str | None = Field(description="Ferret's final status; null until there is one.")
+    rq_state: str | None = Field(description="RQ's state of the job (queued, started, ...); null if RQ has none.")
+    result: RetrievalResult | None = None
+
+
+class PrefetchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(description="What the next turn will likely need.")
+    history: tuple[Turn, ...] = ()
+    deadline_seconds: float | None = Field(None, gt=0)
+
+
+class ContextView(BaseModel):
+    ready: bool
+    context: str | None = None
+    job_id: str | None = None
+    status: str | None = None
+    results: list[dict[str, Any]] = []
+    age_seconds: float | None = None
+    stale: bool | None = Field(None, description="Memories were written since it was enqueued.")
+    newer_pending: bool | None = None
+
+
+class MemoriesBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    memories: list[Memory] = Field(min_length=1, max_length=1000,
+                                           description="Memories (Ferret's memory fields); an existing id is "
+                                                       "replaced.")
+
+
+class ForgetBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ids: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=1000)
+
+
+def _ferret(request: Request) -> AsyncClient:
+    return request.app.state.ferret  # type: ignore[no-any-return]
+
+
+def _json(model: BaseModel) -> Response:
+    return Response(model.model_dump_json(), media_type="application/json")
+
+
+router = APIRouter(prefix="/v1/namespaces/{namespace}")
+
+
+@router.post("/query", response_model=RetrievalResult, summary="Search and wait for the final result",
+             responses={504: {"description": "No final result within the wait (the job may still finish)."}})
+async def query(namespace: NamespacePath, body: Annotated[QueryBody, Body()], request: Request) -> Response:
+    ferret = _ferret(request)
+    fields = body.model_dump(exclude_unset=True)
+    wait = fields.pop("wait_seconds", None)
+    handle = await ferret.enqueue({**fields, "namespace": namespace})
+    if wait is None:
+        service = ferret.settings.service
+        deadline = fields.get("deadline_seconds") or (service.prefetch_deadline_seconds if handle.queue == "prefetch"
+                                                      else service.batch_deadline_seconds)
+        wait = deadline + WAIT_GRACE_SECONDS
+    limit = request.app.state.http.max_wait_seconds
+    return _json(await ferret.wait(handle, min(wait, limit)))
+
+
+@router.post("/jobs", response_model=Enqueued, status_code=202, summary="Enqueue a request; read it at /jobs/{job_id}")
+async def enqueue(namespace: NamespacePath, body: Annotated[JobBody, Body()], request: Request) -> Response:
+    handle = await _ferret(request).enqueue({**body.model_dump(exclude_unset=True), "namespace": namespace})
+    return Response(Enqueued(job_id=handle.job_id, queue=handle.queue, deadline_at=handle.deadline_at,
+                             joined_identical_request=handle.coalesced).model_dump_json(),
+                    status_code=202, media_type="application/json")
+
+
+async def _own_result(request: Request, namespace: str, job_id: str) -> RetrievalResult | None:
+    """The job's result when it is this namespace's (another's is as if none existed)."""
+    found = await _ferret(request).result(job_id)
+    return found if found is not None and found.namespace == namespace else None
+
+
+@router.get("/jobs/{job_id}", response_model=JobView, summary="A job's final status and result, or where RQ has it")
+async def job(namespace: NamespacePath, job_id: JobPath, request: Request) -> Response:
+    found = await _own_result(request, namespace, job_id)
+    if found is not None:
+        return _json(JobView(job_id=job_id, status=found.status, rq_state=None, result=found))
+    state = await _ferret(request).status(job_id)
+    if state.status is not None or state.rq_state is None:  # another namespace's result, or no such job
+        raise JobNotFound(f"no job {job_id} in namespace {namespace}")
+    return _json(JobView(job_id=job_id, status=None, rq_state=state.rq_state))
+
+
+@router.get("/jobs/{job_id}/trace", summary="A finished job's span trace")
+async def trace(namespace: NamespacePath, job_id: JobPath, request: Request) -> dict[str, Any]:
+    if await _own_result(request, namespace, job_id) is None:
+        raise JobNotFound(f"no finished job {job_id} in namespace {namespace}")
+    return await _ferret(request).trace(job_id)
+
+
+@router.post("/conversations/{conversation}/prefetch", response_model=Enqueued, status_code=202,
+             summary="Start fetching context for a conversation's next turn (a newer one replaces one queued)")
+async def prefetch(namespace: NamespacePath, conversation: ConversationPath,
+                   body: Annotated[PrefetchBody, Body()], request: Request) -> Response:
+    fields = body.model_dump(mode="json", exclude_unset=True)
+    handle = await _ferret(request).prefetch(namespace, conversation, fields.pop("query"), **fields)
+    return Response(Enqueued(job_id=handle.job_id, queue=handle.queue, deadline_at=handle.deadline_at,
+                             joined_identical_request=handle.coalesced).model_dump_json(),
+                    status_code=202, media_type="application/json")
+
+
+@router.get("/conversations/{conversation}/context", response_model=ContextView,
+            summary="The conversation's freshest prefetched context (ready: false when none is)")
+async def context(namespace: NamespacePath, conversation: ConversationPath, request: Request) -> Response:
+    found = await _ferret(request).context_for(namespace, conversation)
+    if found is None:
+        return _json(ContextView(ready=False))
+    result = found.result
+    return _json(ContextView(ready=True, context=result.context, job_id=result.job_id, status=result.status,
+                             results=[item.model_dump(mode="json") for item in result.results],
+                             age_seconds=round(found.age_seconds, 3), stale=found.stale,
+                             newer_pending=found.newer_pending))
+
+
+@router.post("/memories", summary="Write memories (an existing id is replaced); how many",
+             responses={200: {"content": {"application/json": {"example": {"written": 2}}}}})
+async def remember(namespace: NamespacePath, body: Annotated[MemoriesBody, Body()], request: Request) -> dict[str, int]:
+    return {"written": await _ferret(request).remember(namespace, body.memories)}
+
+
+@router.post("/memories/forget", summary="Delete memories by id; how many there were")
+async def forget(namespace: NamespacePath, body: Annotated[ForgetBody, Body()], request: Request) -> dict[str, int]:
+    return {"deleted": await _ferret(request).forget(namespace, body.ids)}
+
