@@ -41,12 +41,23 @@ def serve(ctx: click.Context, host: str, port: int, tls_cert: str | None, tls_ke
         app = build_app(settings, connect_async(settings), mcp=not no_mcp, host=host)
     except FerretError as exc:
         fail(exc)
+    _open_files_for_many_waiters()
     scheme = "https" if tls_cert else "http"
     click.echo(f"ferret serve: {scheme}://{host}:{port} (OpenAPI at /openapi.json"
                f"{'' if no_mcp else ', MCP at /mcp'})", err=True)
     tls = {"ssl_certfile": tls_cert, "ssl_keyfile": tls_key} if tls_cert else {}
     run(app, host, port, head_seconds=settings.http.head_timeout_seconds, idle_seconds=settings.http.idle_seconds,
         **tls)
+
+
+def _open_files_for_many_waiters() -> None:
+    """A server holds a socket per waiting client: its soft limit on open files is raised to the hard one
+    (1,024 is a common soft default)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65_536, hard))
 
 
 @click.group("keys")
