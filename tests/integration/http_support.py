@@ -3,6 +3,7 @@ tests' real redis-server, with keys made by ``ferret keys create``."""
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 import sys
 import time
@@ -43,7 +44,7 @@ def serve(env, tmp_path) -> Iterator[Callable[..., Served]]:
     started: list[Served] = []
 
     def start(*args: str, extra_env: dict[str, str] | None = None, scheme: str = "http",
-              verify: str | bool = False) -> Served:
+              verify: ssl.SSLContext | bool = False) -> Served:
         port = free_port()
         log = tmp_path / f"serve-{port}.log"
         with log.open("wb") as sink:
