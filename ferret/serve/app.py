@@ -44,23 +44,42 @@ def build_app(settings: Settings, ferret: AsyncClient, *, mcp: bool = True, host
             finally:
                 await ferret.close()
 
+    api = _api(lifespan)
+    api.state.ferret = ferret
+    api.state.http = settings.http
+    if mcp_route is not None:
+        api.router.routes.append(mcp_route)
+
+    @api.get("/metrics", include_in_schema=False)
+    async def scrape() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    gated = Gate(api, ferret.client, settings.http, metrics)
+    timed = Timing(gated, api.router.routes, metrics)
+    timed.metrics = metrics
+    return timed
+
+
+def openapi_document() -> dict[str, Any]:
+    """The API's OpenAPI document, as the server serves it at /openapi.json (no Redis needed)."""
+    return _api(None).openapi()
+
+
+def _api(lifespan: Any) -> FastAPI:
+    """The routes, their models and their errors."""
     api = FastAPI(title="Ferret", version=API_VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Multi-pass memory retrieval for agents. Every /v1 route needs "
                               "`Authorization: Bearer KEY` (`ferret keys create`); a key reaches only its "
                               "namespaces.")
-    api.state.ferret = ferret
-    api.state.http = settings.http
-    api.state.metrics = metrics
     errors_http.install(api)
     api.include_router(router)
-    if mcp_route is not None:
-        api.router.routes.append(mcp_route)
 
-    @api.get("/healthz", include_in_schema=True, summary="The process is up")
+    @api.get("/healthz", summary="The process is up")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @api.get("/readyz", summary="Redis answers: requests can be served")
+    @api.get("/readyz", summary="Redis answers: requests can be served",
+             responses={503: {"description": "Redis does not answer."}})
     async def readyz(request: Request) -> Response:
         try:
             await request.app.state.ferret.client.ping()
@@ -68,9 +87,20 @@ def build_app(settings: Settings, ferret: AsyncClient, *, mcp: bool = True, host
             return JSONResponse({"status": "unavailable", "reason": type(exc).__name__}, status_code=503)
         return JSONResponse({"status": "ready"})
 
-    @api.get("/metrics", include_in_schema=False)
-    async def scrape() -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    plain_openapi = api.openapi
 
-    gated = Gate(api, ferret.client, settings.http, metrics)
-    return Timing(gated, api.router.routes, metrics)
+    def with_keys() -> dict[str, Any]:
+        """FastAPI's document, with the bearer key every /v1 route needs."""
+        if api.openapi_schema is None:
+            document = plain_openapi()
+            document.setdefault("components", {})["securitySchemes"] = {
+                "key": {"type": "http", "scheme": "bearer", "description": "A key from `ferret keys create`."}}
+            for path, operations in document["paths"].items():
+                if path.startswith("/v1/"):
+                    for operation in operations.values():
+                        operation["security"] = [{"key": []}]
+            api.openapi_schema = document
+        return api.openapi_schema
+
+    api.openapi = with_keys  # type: ignore[method-assign]
+    return api

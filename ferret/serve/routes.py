@@ -82,11 +82,33 @@ def _json(model: BaseModel) -> Response:
     return Response(model.model_dump_json(), media_type="application/json")
 
 
-router = APIRouter(prefix="/v1/namespaces/{namespace}")
+class ErrorDetail(BaseModel):
+    code: str = Field(description="no_key, bad_key, revoked_key, other_namespace, read_only, rate_limited, "
+                                  "too_large, body_too_slow, key_in_url, invalid_request, not_found, not_yet, "
+                                  "unavailable, ...")
+    message: str
+    field: str | None = Field(None, description="The request's field at fault (invalid_request).")
+    job_id: str | None = Field(None, description="The job still running (not_yet).")
+
+
+class ErrorAnswer(BaseModel):
+    error: ErrorDetail
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorAnswer, "description": what} for status, what in (
+        (400, "A key in the URL."), (401, "No key, or not a valid or live key."),
+        (403, "The key does not reach the namespace, or is read-only."), (404, "No such job in the namespace."),
+        (408, "The body did not arrive in time."), (413, "The body is too large."),
+        (422, "A field is invalid: `field` names it."), (429, "The key's rate is used up: see Retry-After."),
+        (503, "Redis or the memory store does not answer."))}
+
+router = APIRouter(prefix="/v1/namespaces/{namespace}", responses=_ERRORS)
 
 
 @router.post("/query", response_model=RetrievalResult, summary="Search and wait for the final result",
-             responses={504: {"description": "No final result within the wait (the job may still finish)."}})
+             responses={504: {"model": ErrorAnswer,
+                                "description": "No final result within the wait (the job may still finish)."}})
 async def query(namespace: NamespacePath, body: Annotated[QueryBody, Body()], request: Request) -> Response:
     ferret = _ferret(request)
     fields = body.model_dump(exclude_unset=True)
@@ -121,7 +143,11 @@ async def job(namespace: NamespacePath, job_id: JobPath, request: Request) -> Re
     if found is not None:
         return _json(JobView(job_id=job_id, status=found.status, rq_state=None, result=found))
     state = await _ferret(request).status(job_id)
-    if state.status is not None or state.rq_state is None:  # another namespace's result, or no such job
+    if state.status is not None:  # it finished a moment ago, or it is another namespace's
+        found = await _own_result(request, namespace, job_id)
+        if found is not None:
+            return _json(JobView(job_id=job_id, status=found.status, rq_state=None, result=found))
+    if state.status is not None or state.rq_state is None:
         raise JobNotFound(f"no job {job_id} in namespace {namespace}")
     return _json(JobView(job_id=job_id, status=None, rq_state=state.rq_state))
 
