@@ -19,6 +19,17 @@ def bench() -> None:
     """Benchmarks that print tables and write JSON."""
 
 
+@bench.command(name="http")
+@click.option("--queries", default=50, show_default=True, help="Queries per round and client.")
+@click.option("--rounds", default=6, show_default=True, help="Rounds, the two clients alternated.")
+@click.option("--waiters", default=1000, show_default=True, help="Concurrent HTTP waits one server holds.")
+def http_api(queries: int, rounds: int, waiters: int) -> None:
+    """The HTTP API against the Python client on the same job (p50s), and one server holding WAITERS waits."""
+    from ferret.bench.http_api import run
+
+    click.echo(json.dumps(run(queries, rounds, waiters), indent=2))
+
+
 @bench.command()
 @click.option("--jobs", default=1000, show_default=True, help="Jobs per throughput round.")
 @click.option("--latency-runs", default=300, show_default=True, help="Sequential jobs for latency.")

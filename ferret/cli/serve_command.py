@@ -109,7 +109,7 @@ def list_keys(ctx: click.Context, as_json: bool) -> None:
 @click.argument("key_id")
 @click.pass_context
 def revoke(ctx: click.Context, key_id: str) -> None:
-    """Revoke a key by its id: refused from its next request on, by every server."""
+    """Revoke a key by its id: every server refuses it within a second."""
     from ferret.serve.api_keys import KeyStore
 
     with connected(ctx) as client:

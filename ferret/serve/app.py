@@ -47,6 +47,7 @@ def build_app(settings: Settings, ferret: AsyncClient, *, mcp: bool = True, host
     api = _api(lifespan)
     api.state.ferret = ferret
     api.state.http = settings.http
+    api.state.metrics = metrics
     if mcp_route is not None:
         api.router.routes.append(mcp_route)
 

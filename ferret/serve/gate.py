@@ -22,7 +22,7 @@ from limits.aio.storage import RedisStorage
 from limits.aio.strategies import FixedWindowRateLimiter
 
 from ferret import keys
-from ferret.serve.api_keys import ApiKey, looks_like_a_key, verify
+from ferret.serve.api_keys import ApiKey, VerifiedKeys, looks_like_a_key
 from ferret.serve.http_metrics import HttpMetrics
 from ferret.settings import HttpSettings
 
@@ -77,6 +77,7 @@ class Gate:
         self.settings = settings
         self.metrics = metrics
         self.rates = RateLimits(client, settings.rate_limit)
+        self.keys = VerifiedKeys(client)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -123,7 +124,7 @@ class Gate:
             raise Refused(401, "no_key", "send the key as Authorization: Bearer KEY",
                           {"www-authenticate": "Bearer"})
         scheme, _, presented = given.partition(" ")
-        key = await verify(self.client, presented.strip()) if scheme.lower() == "bearer" else None
+        key = await self.keys.verify(presented.strip()) if scheme.lower() == "bearer" else None
         if key is None:
             raise Refused(401, "bad_key", "the key is not valid", {"www-authenticate": 'Bearer error="invalid_token"'})
         if not key.live:

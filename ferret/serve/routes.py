@@ -120,7 +120,12 @@ async def query(namespace: NamespacePath, body: Annotated[QueryBody, Body()], re
                                                       else service.batch_deadline_seconds)
         wait = deadline + WAIT_GRACE_SECONDS
     limit = request.app.state.http.max_wait_seconds
-    return _json(await ferret.wait(handle, min(wait, limit)))
+    waiting = request.app.state.metrics.waiting
+    waiting.inc()
+    try:
+        return _json(await ferret.wait(handle, min(wait, limit)))
+    finally:
+        waiting.dec()
 
 
 @router.post("/jobs", response_model=Enqueued, status_code=202, summary="Enqueue a request; read it at /jobs/{job_id}")

@@ -124,3 +124,14 @@ def test_a_thousand_slow_loris_sockets_are_closed_and_requests_still_served(env,
         for sock in sockets:
             sock.close()
     assert served.process.poll() is None
+
+
+def test_a_key_revoked_while_in_use_is_refused_soon_after(env, serve, redis_client):  # noqa: F811
+    served = serve()
+    key = make_key(env, "-n", "alice")
+    url = f"{served.url}/v1/namespaces/alice/conversations/c/context"
+    assert httpx.get(url, headers=bearer(key)).status_code == 200
+    assert subprocess.run([sys.executable, "-m", "ferret.cli.main", "keys", "revoke", key.split("_")[1]], env=env,
+                          capture_output=True, timeout=60).returncode == 0
+    assert wait_until(lambda: httpx.get(url, headers=bearer(key)).status_code == 401, 30)
+    assert httpx.get(url, headers=bearer(key)).json()["error"]["code"] == "revoked_key"
