@@ -98,13 +98,24 @@ def metrics_page() -> str:
     rows = ["# Metrics", "", "Every metric a worker exports on `--metrics-port` (generated from a worker's "
             "registry). Counters are exported with `_total`, histograms with `_bucket`, `_sum`, `_count`.", "",
             "| metric | type | labels | meaning |", "|---|---|---|---|"]
-    for metric in sorted([*registry.collect(), *scraped], key=lambda m: m.name):
+    rows += _metric_rows([*registry.collect(), *scraped])
+    from ferret.serve.http_metrics import HttpMetrics
+
+    rows += ["", "## The HTTP server", "", "What `ferret serve` exports at `/metrics` (generated from its registry).",
+             "", "| metric | type | labels | meaning |", "|---|---|---|---|",
+             *_metric_rows(list(HttpMetrics().registry.collect()))]
+    return "\n".join(rows) + "\n"
+
+
+def _metric_rows(families: list) -> list[str]:
+    rows = []
+    for metric in sorted(families, key=lambda m: m.name):
         labels = sorted({key for sample in metric.samples for key in sample.labels if key != "le"}
                         | set(getattr(metric, "_labelnames", ())))
         name = metric.name + ("_total" if metric.type == "counter" else "")
         rows.append(f"| `{name}` | {metric.type} | {', '.join(f'`{label}`' for label in labels)} | "
                     f"{_cell(metric.documentation)} |")
-    return "\n".join(rows) + "\n"
+    return rows
 
 
 def errors_page() -> str:

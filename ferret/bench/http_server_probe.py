@@ -1,6 +1,7 @@
 """``ferret serve``'s app run as the server process of ``ferret bench http``, with a stall meter on its event
-loop (``ferret.bench.loop_stall``, from the SIGUSR1 it is sent on): at shutdown it writes the loop's longest stall and the process's peak RSS
-to the file named by its argument. Usage: python -m ferret.bench.http_server_probe PORT OUT.json"""
+loop (``ferret.bench.loop_stall``, from the SIGUSR1 it is sent on): at shutdown it writes the loop's longest
+stall and the process's peak RSS to the file named by its argument.
+Usage: python -m ferret.bench.http_server_probe PORT OUT.json"""
 
 from __future__ import annotations
 

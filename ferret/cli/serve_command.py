@@ -13,7 +13,7 @@ from ferret.errors import ConfigError, FerretError
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on. Not loopback: only with --tls-cert/--tls-key or --behind-tls-proxy.")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Serve HTTPS: the certificate (PEM).")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Serve HTTPS: its private key (PEM).")
 @click.option("--behind-tls-proxy", is_flag=True,
@@ -45,7 +45,7 @@ def serve(ctx: click.Context, host: str, port: int, tls_cert: str | None, tls_ke
     scheme = "https" if tls_cert else "http"
     click.echo(f"ferret serve: {scheme}://{host}:{port} (OpenAPI at /openapi.json"
                f"{'' if no_mcp else ', MCP at /mcp'})", err=True)
-    tls = {"ssl_certfile": tls_cert, "ssl_keyfile": tls_key} if tls_cert else {}
+    tls: dict[str, str] = {"ssl_certfile": tls_cert, "ssl_keyfile": tls_key} if tls_cert and tls_key else {}
     run(app, host, port, head_seconds=settings.http.head_timeout_seconds, idle_seconds=settings.http.idle_seconds,
         **tls)
 

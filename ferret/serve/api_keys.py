@@ -13,6 +13,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,10 +84,10 @@ def check_namespaces(namespaces: list[str] | tuple[str, ...]) -> tuple[str, ...]
     return tuple(dict.fromkeys(namespaces))
 
 
-def _record(fields: dict[bytes, bytes], key_id: str) -> tuple[str, ApiKey] | None:
+def _record(fields: Mapping[Any, Any], key_id: str) -> tuple[str, ApiKey] | None:
     """(stored digest, record) from a hash read back, or None when it does not parse."""
     try:
-        text = {k.decode(): v.decode() for k, v in fields.items()}
+        text = {_text(k): _text(v) for k, v in fields.items()}
         namespaces = json.loads(text["namespaces"])
         if not isinstance(namespaces, list) or not all(isinstance(n, str) for n in namespaces):
             return None
@@ -96,6 +97,10 @@ def _record(fields: dict[bytes, bytes], key_id: str) -> tuple[str, ApiKey] | Non
                                     float(revoked) if revoked else None)
     except (KeyError, ValueError, UnicodeDecodeError):
         return None
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def matches(stored_digest: str, presented: str) -> bool:
@@ -121,8 +126,9 @@ class KeyStore:
         key_id = secrets.token_hex(8)
         key = f"fk_{key_id}_{secrets.token_urlsafe(32)}"
         created = _now(self.client)
-        record = {"hash": digest(key), "namespaces": json.dumps(list(checked)), "read_only": "1" if read_only else "0",
-                  "rate": rate or "", "label": label[:200], "created_at": repr(created)}
+        record: dict[Any, str] = {"hash": digest(key), "namespaces": json.dumps(list(checked)),
+                                  "read_only": "1" if read_only else "0", "rate": rate or "", "label": label[:200],
+                                  "created_at": repr(created)}
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(keys.api_key(key_id), mapping=record)
         pipe.sadd(keys.api_key_ids(), key_id)
@@ -130,7 +136,7 @@ class KeyStore:
         return key, ApiKey(key_id, checked, read_only, rate, label[:200], created, None)
 
     def all(self) -> list[ApiKey]:
-        ids = sorted(i.decode() for i in self.client.smembers(keys.api_key_ids()))
+        ids = sorted(_text(i) for i in self.client.smembers(keys.api_key_ids()))
         pipe = self.client.pipeline(transaction=False)
         for key_id in ids:
             pipe.hgetall(keys.api_key(key_id))

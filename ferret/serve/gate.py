@@ -51,7 +51,7 @@ class RateLimits:
 
     def __init__(self, client: aredis.Redis, default: str) -> None:
         storage = RedisStorage("async+redis://pool:0", implementation="redispy", key_prefix=keys.rate_limit_prefix(),
-                               connection_pool=client.connection_pool)
+                               connection_pool=client.connection_pool)  # type: ignore[arg-type]  # given to redis-py
         self.limiter = FixedWindowRateLimiter(storage)
         self.default = default
         self._parsed: dict[str, Any] = {}
@@ -128,7 +128,8 @@ class Gate:
         if key is None:
             raise Refused(401, "bad_key", "the key is not valid", {"www-authenticate": 'Bearer error="invalid_token"'})
         if not key.live:
-            raise Refused(401, "revoked_key", "the key was revoked", {"www-authenticate": 'Bearer error="invalid_token"'})
+            raise Refused(401, "revoked_key", "the key was revoked",
+                          {"www-authenticate": 'Bearer error="invalid_token"'})
         return key
 
     async def _whole_body(self, scope: Scope, receive: Receive) -> Receive:

@@ -26,8 +26,8 @@ class KeyedTools(MemoryTools):
     def __init__(self, client: Callable[[], AsyncClient]) -> None:
         self.client = client
 
-    @property  # type: ignore[override]
-    def namespace(self) -> str:
+    @property
+    def namespace(self) -> str:  # type: ignore[override]
         return KEY_NAMESPACE.get()
 
 

@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import ROOT
 
 MARK = "<!-- example: run by tests/integration/test_doc_examples.py -->"
+HTTP_MARK = "<!-- http example: run by tests/integration/test_http_doc_examples.py -->"  # run with a server there
 EXAMPLE = re.compile(re.escape(MARK) + r"\n```python\n(.*?)```\n<!-- prints: (.*?) -->", re.DOTALL)
 
 
@@ -44,7 +45,7 @@ def examples() -> list[Example]:
 def test_every_python_block_is_a_marked_example_with_what_it_prints():
     for page in pages():
         text = page.read_text()
-        blocks = text.count("```python\n")
+        blocks = text.count("```python\n") - text.count(HTTP_MARK + "\n```python\n")
         assert blocks == len(EXAMPLE.findall(text)), f"{page}: a ```python block without its mark or prints"
     assert len(examples()) >= 6
 

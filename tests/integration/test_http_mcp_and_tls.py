@@ -30,9 +30,9 @@ pytestmark = pytest.mark.integration
 
 async def _as(url: str, key: str | None, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     headers = bearer(key) if key else {}
-    async with httpx.AsyncClient(headers=headers, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            return [await client.call_tool(name, arguments) for name, arguments in calls]
+    async with httpx.AsyncClient(headers=headers, timeout=60) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        return [await client.call_tool(name, arguments) for name, arguments in calls]
 
 
 def test_mcp_tools_behind_keys_use_the_keys_namespace(env, start_workers, serve, redis_client):  # noqa: F811

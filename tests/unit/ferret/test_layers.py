@@ -16,7 +16,8 @@ KERNEL = ["ferret.settings", "ferret.contract", "ferret.keys", "ferret.errors", 
           "ferret.job_ids", "ferret.results", "ferret.cache", "ferret.ingest", "ferret.redis_plumbing.redis_conn"]
 # The repository's folders and the packages they install as.
 TREES = {"ferret": "ferret", "worker": "ferret.worker", "producer": "ferret.producer"}
-UPPER = ("ferret.worker", "ferret.producer", "ferret.rq_layer", "ferret.cli", "ferret.bench", "ferret.integrations")
+UPPER = ("ferret.worker", "ferret.producer", "ferret.rq_layer", "ferret.cli", "ferret.bench", "ferret.integrations",
+         "ferret.serve")
 
 
 @pytest.mark.parametrize("module", [*KERNEL, "ferret", "ferret.producer.client", "ferret.producer.batch",

@@ -1,0 +1,78 @@
+"""Every example of the HTTP API's guides (docs/http) runs against a real ``ferret serve``, a real worker and a
+real redis-server, and prints what its page says: curl in bash, the JavaScript client in node, Python.
+
+A page marks an example with ``<!-- http example: run by tests/integration/test_http_doc_examples.py -->``
+before its ```` ```bash ````, ```` ```js ```` or ```` ```python ```` block, and what it prints with
+``<!-- prints: REGEX ;; REGEX -->`` after it. A ```js or ```python block of these pages without the mark
+fails the suite."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, require_tool
+from tests.integration.http_support import make_key, serve  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.integration
+
+MARK = "<!-- http example: run by tests/integration/test_http_doc_examples.py -->"
+EXAMPLE = re.compile(re.escape(MARK) + r"\n```(bash|js|python)\n(.*?)```\n<!-- prints: (.*?) -->", re.DOTALL)
+PAGES = sorted((ROOT / "docs" / "http").glob("*.md"))
+
+
+@dataclass(frozen=True)
+class Example:
+    page: str
+    language: str
+    code: str
+    prints: tuple[str, ...]
+
+
+def examples() -> list[Example]:
+    return [Example(page.name, language, code, tuple(p.strip() for p in prints.split(";;")))
+            for page in PAGES for language, code, prints in EXAMPLE.findall(page.read_text())]
+
+
+def test_every_js_and_python_block_of_the_http_guides_is_a_marked_example():
+    for page in PAGES:
+        text = page.read_text()
+        blocks = text.count("```js\n") + text.count("```python\n")
+        assert blocks == sum(1 for language, _, _ in EXAMPLE.findall(text) if language != "bash"), page
+    assert {e.page for e in examples()} >= {"curl.md", "javascript.md", "python.md", "mcp-remote.md"}
+
+
+def _command(example: Example, directory: Path) -> list[str]:
+    if example.language == "bash":
+        return ["bash", "-euo", "pipefail", "-c", example.code]
+    if example.language == "python":
+        return [sys.executable, "-c", example.code]
+    node = require_tool("node", "Node.js 18 or newer (apt-get install nodejs)")
+    modules = directory / "node_modules"
+    modules.mkdir(exist_ok=True)
+    link = modules / "ferret-memory-client"
+    if not link.exists():
+        link.symlink_to(ROOT / "clients" / "js", target_is_directory=True)
+    script = directory / "example.mjs"
+    script.write_text(example.code)
+    return [node, str(script)]
+
+
+@pytest.mark.parametrize("example", examples(), ids=lambda e: f"{e.page}:{e.language}:{e.code.splitlines()[0][:24]}")
+def test_an_http_example_runs_and_prints_what_its_page_says(example, env, start_workers, serve,  # noqa: F811
+                                                           redis_client, tmp_path):
+    start_workers(1)
+    served = serve()
+    key = make_key(env, "-n", "kitchen")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("FERRET_")}
+    ran = subprocess.run(_command(example, tmp_path), env={**clean, "FERRET_URL": served.url, "FERRET_KEY": key},
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    for wanted in example.prints:
+        assert re.search(wanted, ran.stdout, re.MULTILINE), (wanted, ran.stdout)
