@@ -284,3 +284,27 @@ def alerts_page() -> str:
 
 
 PAGES["reference/alerts.md"] = alerts_page
+
+
+def http_api_page() -> str:
+    """Every route of ``ferret serve`` from its OpenAPI document, which is published beside the page."""
+    import json
+
+    from ferret.serve.app import openapi_document
+
+    document = openapi_document()
+    rows = ["# The HTTP API", "", "Every route of `ferret serve` (generated from its OpenAPI document, which the server "
+            "serves at `/openapi.json` and which is [published here](openapi.json)). Routes under `/v1` need "
+            "`Authorization: Bearer KEY`; see [the HTTP API](../http/index.md).", "",
+            "| method | route | what | answers |", "|---|---|---|---|"]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            answers = ", ".join(sorted(operation.get("responses", {})))
+            rows.append(f"| {method.upper()} | `{path}` | {_cell(operation.get('summary', ''))} | {answers} |")
+    rows += ["", "Models: " + ", ".join(f"`{name}`" for name in sorted(document["components"]["schemas"])) + "."]
+    HTTP_DOCUMENT["reference/openapi.json"] = json.dumps(document, indent=2, sort_keys=True)
+    return "\n".join(rows) + "\n"
+
+
+HTTP_DOCUMENT: dict[str, str] = {}
+PAGES["reference/http-api.md"] = http_api_page

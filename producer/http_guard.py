@@ -8,6 +8,7 @@ own deadlines apply). ``serve`` runs an ASGI app with it."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -19,6 +20,7 @@ IDLE_SECONDS = 5.0  # a kept-alive connection with no next request is closed aft
 
 class GuardedH11Protocol(H11Protocol):
     head_seconds = HEAD_SECONDS
+    on_closed_slow: Callable[[], None] | None = None  # told of each connection closed for a slow head
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -48,6 +50,8 @@ class GuardedH11Protocol(H11Protocol):
         self._head_timer = None
         if self._between_requests() and not self.transport.is_closing():
             self.transport.close()
+            if self.on_closed_slow is not None:
+                self.on_closed_slow()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -55,10 +59,13 @@ class GuardedH11Protocol(H11Protocol):
 
 
 def serve(app: Any, host: str, port: int, head_seconds: float = HEAD_SECONDS, log_level: str = "warning",
-          idle_seconds: float = IDLE_SECONDS, **options: Any) -> None:
+          idle_seconds: float = IDLE_SECONDS, on_closed_slow: Callable[[], None] | None = None,
+          **options: Any) -> None:
     """Run ``app`` on uvicorn with ``GuardedH11Protocol`` (``head_seconds`` for a request's head). uvicorn's
     access log stays off: a URL is never logged (a key pasted into one would be)."""
-    protocol = type("Guarded", (GuardedH11Protocol,), {"head_seconds": head_seconds})
+    protocol = type("Guarded", (GuardedH11Protocol,), {"head_seconds": head_seconds,
+                                                      "on_closed_slow": staticmethod(on_closed_slow) if on_closed_slow
+                                                      else None})
     config = uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=max(1, round(idle_seconds)),
                             log_level=log_level, access_log=False, **options)
     uvicorn.Server(config).run()

@@ -47,7 +47,7 @@ def serve(ctx: click.Context, host: str, port: int, tls_cert: str | None, tls_ke
                f"{'' if no_mcp else ', MCP at /mcp'})", err=True)
     tls: dict[str, str] = {"ssl_certfile": tls_cert, "ssl_keyfile": tls_key} if tls_cert and tls_key else {}
     run(app, host, port, head_seconds=settings.http.head_timeout_seconds, idle_seconds=settings.http.idle_seconds,
-        **tls)
+        on_closed_slow=app.metrics.refusals.labels("head_too_slow").inc, **tls)
 
 
 def _open_files_for_many_waiters() -> None:

@@ -124,6 +124,8 @@ def test_a_thousand_slow_loris_sockets_are_closed_and_requests_still_served(env,
         for sock in sockets:
             sock.close()
     assert served.process.poll() is None
+    assert _refusals(served.url)["head_too_slow"] == 1000
+    assert _memory_keys(redis_client) == []
 
 
 def test_a_key_revoked_while_in_use_is_refused_soon_after(env, serve, redis_client):  # noqa: F811
