@@ -293,7 +293,8 @@ def http_api_page() -> str:
     from ferret.serve.app import openapi_document
 
     document = openapi_document()
-    rows = ["# The HTTP API", "", "Every route of `ferret serve` (generated from its OpenAPI document, which the server "
+    rows = ["# The HTTP API", "", "Every route of `ferret serve` (generated from its OpenAPI document, which the "
+            "server "
             "serves at `/openapi.json` and which is [published here](openapi.json)). Routes under `/v1` need "
             "`Authorization: Bearer KEY`; see [the HTTP API](../http/index.md).", "",
             "| method | route | what | answers |", "|---|---|---|---|"]

@@ -22,7 +22,8 @@ class HttpMetrics:
                                           30, 60, 300))
         self.refusals = Counter("ferret_http_refusals_total", "HTTP requests refused before they reached Ferret, "
                                 "by reason (no_key, bad_key, revoked_key, other_namespace, read_only, rate_limited, "
-                                "too_large, body_too_slow, head_too_slow: a connection closed for sending no request head in time, "
+                                "too_large, body_too_slow, head_too_slow: a connection closed for sending no request "
+                                "head in time, "
                                 "key_in_url, mcp_needs_one_namespace)", ["reason"],
                                 registry=self.registry)
         self.waiting = Gauge("ferret_http_waits_in_flight", "HTTP requests waiting for a job's result now",
