@@ -3,6 +3,7 @@ tests' real redis-server, with keys made by ``ferret keys create``."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 import subprocess
 import sys
@@ -37,6 +38,17 @@ def make_key(env: dict[str, str], *args: str) -> str:
 
 def bearer(key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {key}"}
+
+
+def closed_by_the_server(sock: socket.socket) -> bool:
+    """Whether the server closed the socket (a read gives end-of-file or a reset)."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1024) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import free_port, wait_until
+from tests.integration.http_support import closed_by_the_server
 
 TOOLS = {"search_memory", "remember", "forget", "prefetch", "get_context"}
 
@@ -112,17 +113,6 @@ def test_http_listens_on_loopback_only(env):
     assert refused.returncode == 2 and "--host: 0.0.0.0 is not a loopback address" in refused.stderr
 
 
-def _closed_by_the_server(sock: socket.socket) -> bool:
-    """Whether the server closed the socket (a read gives end-of-file or a reset)."""
-    sock.setblocking(False)
-    try:
-        return sock.recv(1024) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-
-
 def test_http_closes_slow_and_idle_connections(env):
     """Slow-loris sockets (a request head sent a byte at a time, never finished) and sockets that send nothing
     are closed once --head-timeout passes; a real request made meanwhile is answered."""
@@ -139,7 +129,7 @@ def test_http_closes_slow_and_idle_connections(env):
                 sock.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # never finished
             sockets.append(sock)
         assert _answers(url)  # the server still serves
-        assert wait_until(lambda: all(_closed_by_the_server(s) for s in sockets), 60)
+        assert wait_until(lambda: all(closed_by_the_server(s) for s in sockets), 60)
     finally:
         for sock in sockets:
             sock.close()

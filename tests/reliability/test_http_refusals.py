@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import wait_until
-from tests.integration.http_support import bearer, make_key, serve  # noqa: F401  (fixture)
+from tests.integration.http_support import bearer, closed_by_the_server, make_key, serve  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.reliability
 
@@ -92,16 +92,6 @@ def test_a_key_past_its_rate_waits_its_turn(env, serve, redis_client):  # noqa: 
     assert _refusals(served.url)["rate_limited"] == 3
 
 
-def _closed_by_the_server(sock: socket.socket) -> bool:
-    sock.setblocking(False)
-    try:
-        return sock.recv(1024) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-
-
 def test_a_thousand_slow_loris_sockets_are_closed_and_requests_still_served(env, serve, redis_client):  # noqa: F811
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 4096 and (hard == resource.RLIM_INFINITY or hard > soft):  # this process holds 1,000 sockets
@@ -119,7 +109,7 @@ def test_a_thousand_slow_loris_sockets_are_closed_and_requests_still_served(env,
         answered = httpx.get(f"{served.url}/v1/namespaces/alice/conversations/c/context", headers=bearer(key),
                              timeout=30)
         assert answered.status_code == 200 and answered.json() == {**answered.json(), "ready": False}
-        assert wait_until(lambda: all(_closed_by_the_server(s) for s in sockets), 120)
+        assert wait_until(lambda: all(closed_by_the_server(s) for s in sockets), 120)
     finally:
         for sock in sockets:
             sock.close()
