@@ -191,6 +191,9 @@ def single_systems(base: PipelineSettings, semantic: bool) -> dict[str, System |
         "no_intent_boost": without(intent_boost=1.0),
         "no_widening": without(widen_empty_parts=False),
         "no_decomposition": without(max_sub_queries=1),
+        # the options, off by default, fixed (not tuned): recency (30-day half-life), diversity (MMR, 0.7)
+        "with_recency": without(recency_half_life_days=30.0),
+        "with_diversity": without(diversity=0.7),
     }
 
 

@@ -97,6 +97,9 @@ def systems(base: PipelineSettings, semantic: bool = False) -> dict[str, System]
         "no_replacement": _pipeline(variant(max_replacements=0)),
         "no_intent_boost": _pipeline(variant(intent_boost=1.0)),
         "no_widening": _pipeline(variant(widen_empty_parts=False)),
+        # the options, off by default: recency (a 30-day half-life) and diversity (MMR, 0.7 on relevance)
+        "with_recency": _pipeline(variant(recency_half_life_days=30.0)),
+        "with_diversity": _pipeline(variant(diversity=0.7)),
     }
 
 

@@ -40,6 +40,9 @@ class RetrievalOptions(BaseModel):
     recall: Literal["auto", "explicit"] = "auto"  # explicit: asked for by the agent (stronger co-retrieval)
     cache: bool = True  # false: neither read nor write the retrieval cache, nor join an identical job in flight
     agent: bool = False  # run the agent loop (when agent.enabled), whatever the route
+    # Recency and diversity for this request (pipeline.recency_half_life_days and pipeline.diversity)
+    recency_half_life_days: float | None = Field(None, gt=0, le=36_500)
+    diversity: float | None = Field(None, ge=0, le=1)
 
 
 def _clean_text(value: str) -> str:

@@ -21,8 +21,11 @@ def checkout_root() -> Path | None:
 
 def need_lab(command: str) -> None:
     """Make ``benchmarks`` importable from the checkout; a usage error saying why when there is none."""
-    if importlib.util.find_spec("benchmarks.retrieval") is not None:
-        return
+    try:
+        if importlib.util.find_spec("benchmarks.retrieval") is not None:
+            return
+    except ModuleNotFoundError:  # no ``benchmarks`` package on the path at all (find_spec imports the parent)
+        pass
     root = checkout_root()
     if root is None:
         raise click.UsageError(f"'ferret bench {command}' runs the retrieval-tuning lab, which lives in the "

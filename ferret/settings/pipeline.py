@@ -151,6 +151,14 @@ class PipelineSettings(Strict):
     # A hit by or about a name the question names (a transcript line's speaker, its title's names):
     # score x subject_boost (worker/pipeline/subjects.py; 1.0 switches it off).
     subject_boost: float = Field(2.0, ge=1.0, le=5.0)
+    recency_half_life_days: float | None = Field(None, gt=0, le=36_500)
+    """Recency (off when None): a memory this many days older than the newest candidate scores half as much
+    (its event time, else its write time; worker/pipeline/recency.py). A request's
+    options.recency_half_life_days replaces it."""
+    diversity: float | None = Field(None, ge=0, le=1)
+    """Diversity (off when None): the final list in maximal-marginal-relevance order, this weight on relevance
+    and the rest on being unlike the results above it (1: unchanged; worker/pipeline/diversity.py). A
+    request's options.diversity replaces it."""
     max_context_tokens: int = Field(4000, ge=50, le=200_000)
     """The formatted context's size cap, in estimated tokens."""
     moderate_depth_factor: float = Field(1.5, ge=1.0, le=4.0)

@@ -23,7 +23,7 @@ MEMORIES = [
 def test_every_operation_over_http(env, start_workers, serve, redis_client, worker_class):  # noqa: F811
     start_workers(1, "--worker-class", worker_class)
     served = serve()
-    key = make_key(env, "-n", "kitchen", "--label", "tests")
+    key = make_key(env, "-n", "kitchen", "-n", "moves", "--label", "tests")
     with httpx.Client(base_url=served.url, headers=bearer(key), timeout=60) as http:
         assert http.post("/v1/namespaces/kitchen/memories", json={"memories": MEMORIES}).json() == {"written": 2}
 
@@ -53,6 +53,15 @@ def test_every_operation_over_http(env, start_workers, serve, redis_client, work
             {"deleted": 1}
         assert http.get("/v1/namespaces/kitchen/conversations/trip/context").json()["stale"] is True
 
+        moves = [{"id": "paris", "content_body": "The user lives in Paris", "temporal_event_time": "2025-01-10"},
+                 {"id": "berlin", "temporal_event_time": "2026-02-01", "content_body": "An update from February: "
+                  "the user moved out of Paris last month and now lives in a small flat in Berlin"}]
+        assert http.post("/v1/namespaces/moves/memories", json={"memories": moves}).json() == {"written": 2}
+        where = {"query": "where does the user live?"}
+        plain = http.post("/v1/namespaces/moves/query", json=where).json()
+        recent = http.post("/v1/namespaces/moves/query", json={**where, "options": {"recency_half_life_days": 90}})
+        assert plain["results"][0]["id"] == "paris" and recent.json()["results"][0]["id"] == "berlin"
+
         bad = http.post("/v1/namespaces/kitchen/query", json={"query": "x", "options": {"max_results": 0}})
         assert bad.status_code == 422 and bad.json()["error"]["field"] == "options.max_results"
         bad_memory = http.post("/v1/namespaces/kitchen/memories", json={"memories": [{"id": "x", "content_body": 5}]})
@@ -65,7 +74,7 @@ def test_every_operation_over_http(env, start_workers, serve, redis_client, work
         schema = http.get("/openapi.json").json()
         assert "/v1/namespaces/{namespace}/query" in schema["paths"]
         scraped = http.get("/metrics").text
-    assert 'ferret_http_requests_total{method="POST",route="/v1/namespaces/{namespace}/query",status="200"} 1.0' \
+    assert 'ferret_http_requests_total{method="POST",route="/v1/namespaces/{namespace}/query",status="200"} 3.0' \
         in scraped
     assert 'status="422"' in scraped
     assert key not in served.logged()

@@ -107,7 +107,8 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
                 record_query=ctx.settings.service.record_query_text,
                 use_remote_classifier=ctx.settings.backend.nous.use_remote_classifier,
                 reranking=Reranking(ctx.settings.rerank, ctx.scorer), rerank=request.options.rerank,
-                history=request.history,
+                history=request.history, recency_half_life_days=request.options.recency_half_life_days,
+                diversity=request.options.diversity,
             )
             span.set(partial=outcome.partial)
         agent: AgentAnswer | None = None

@@ -3,7 +3,8 @@
 1. intent boost: ``score x boost`` for hits whose section matches an intent,
    ``original_score`` kept (a multiplier, never a filter); then the subject
    boost: ``score x subject_boost`` for hits by or about a name the
-   sub-query names (``ferret.worker.pipeline.subjects``);
+   sub-query names (``ferret.worker.pipeline.subjects``); with recency on,
+   the decay by age (``ferret.worker.pipeline.recency``);
 2. each sub-query's hits ranked by score, ties by id;
 3. dynamic cutoff, per sub-query: keep hits scoring at least that
    sub-query's top x ``relevance_ratio`` (a weak part is judged against its
@@ -30,6 +31,7 @@ from dataclasses import replace
 from itertools import zip_longest
 
 from ferret.records import Hit, Section, SubQueryOutcome
+from ferret.worker.pipeline.recency import apply_recency, newest_of
 from ferret.worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 from ferret.worker.pipeline.subjects import apply_subject_boost, named_in
 
@@ -52,10 +54,14 @@ def _rank(hits: Iterable[Hit]) -> list[Hit]:
 
 
 def _ranked(outcome: SubQueryOutcome, intents: Sequence[Section], boost: float, sections: SectionMap,
-            subject_boost: float) -> list[Hit]:
-    """One sub-query's hits: boosted, ranked, tagged with it."""
-    boosted = apply_intent_boost(outcome.hits, intents, boost, sections)
-    ranked = _rank(apply_subject_boost(boosted, named_in(outcome.query), subject_boost))
+            subject_boost: float, recency: tuple[float, float | None] | None = None) -> list[Hit]:
+    """One sub-query's hits: boosted (and decayed by age, with ``recency``: half-life in days, newest
+    candidate's time), ranked, tagged with it."""
+    boosted = apply_subject_boost(apply_intent_boost(outcome.hits, intents, boost, sections),
+                                  named_in(outcome.query), subject_boost)
+    if recency is not None:
+        boosted = apply_recency(boosted, *recency)
+    ranked = _rank(boosted)
     return [h if h.sub_query == outcome.index else replace(h, sub_query=outcome.index) for h in ranked]
 
 
@@ -78,9 +84,13 @@ def merge_and_select(
     min_results: int = 0,
     good_score: float | None = None,
     sections: SectionMap = DEFAULT_SECTIONS,
+    recency_half_life_days: float | None = None,
 ) -> tuple[Hit, ...]:
     """Merge sub-query outcomes into one cut, interleaved and capped list."""
-    lists = [_ranked(o, intents, intent_boost, sections, subject_boost) for o in outcomes]
+    recency = None
+    if recency_half_life_days is not None:  # one reference for every part: the newest candidate of them all
+        recency = (recency_half_life_days, newest_of(h for o in outcomes for h in o.hits))
+    lists = [_ranked(o, intents, intent_boost, sections, subject_boost, recency) for o in outcomes]
     selected = _interleave([_cut(hits, relevance_ratio) for hits in lists])
     if len(selected) < max_results:
         taken = {h.id for h in selected}

@@ -31,6 +31,7 @@ from ferret.worker.backends.base import Backend
 from ferret.worker.pipeline.budget import Budget
 from ferret.worker.pipeline.complexity import Route
 from ferret.worker.pipeline.formatting import estimate_tokens, format_context
+from ferret.worker.pipeline.diversity import diversify
 from ferret.worker.pipeline.merge import merge_and_select
 from ferret.worker.pipeline.planning import plan
 from ferret.worker.pipeline.replace import replace_weak
@@ -152,6 +153,8 @@ def run_pipeline(
     reranking: Reranking | None = None,
     rerank: bool = False,
     history: Sequence[Turn] = (),
+    recency_half_life_days: float | None = None,
+    diversity: float | None = None,
 ) -> PipelineResult:
     """Run the whole retrieval pipeline for one query (``history``: the
     conversation's last turns, which resolve its references).
@@ -161,6 +164,10 @@ def run_pipeline(
     """
     if max_results is not None:
         settings = settings.model_copy(update={"max_results": max_results})
+    if recency_half_life_days is not None or diversity is not None:  # the request's own, over the settings'
+        settings = settings.model_copy(update={
+            "recency_half_life_days": recency_half_life_days or settings.recency_half_life_days,
+            "diversity": settings.diversity if diversity is None else diversity})
     prepared = prepare(query, settings.trivial_messages, settings.strip_timestamps)
     if prepared.skip is not None:
         return _nothing_to_search(prepared, tracer or NoopTracer())
@@ -216,8 +223,10 @@ def _orchestrate(run: PipelineRun, use_remote_classifier: bool, rerank: bool) ->
             subject_boost=settings.subject_boost, relevance_ratio=settings.relevance_ratio,
             max_results=settings.max_results,
             min_results=settings.min_results, good_score=settings.good_score,
-            sections=run.sections,
+            sections=run.sections, recency_half_life_days=settings.recency_half_life_days,
         )
+        if settings.diversity is not None:
+            merged = diversify(merged, settings.diversity)
         span.set(candidates=run.stats.search.candidates, selected=len(merged))
     run.timed("merge", span)
     final = _rerank(run, _replace(run, merged), planned, rerank)

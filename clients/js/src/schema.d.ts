@@ -577,6 +577,8 @@ export interface components {
              * @default true
              */
             cache: boolean;
+            /** Diversity */
+            diversity?: number | null;
             /**
              * Format
              * @default text
@@ -591,6 +593,8 @@ export interface components {
              * @enum {string}
              */
             recall: "auto" | "explicit";
+            /** Recency Half Life Days */
+            recency_half_life_days?: number | null;
             /**
              * Rerank
              * @default false
