@@ -30,8 +30,8 @@ from ferret.tracing import NoopTracer, Tracer
 from ferret.worker.backends.base import Backend
 from ferret.worker.pipeline.budget import Budget
 from ferret.worker.pipeline.complexity import Route
-from ferret.worker.pipeline.formatting import estimate_tokens, format_context
 from ferret.worker.pipeline.diversity import diversify
+from ferret.worker.pipeline.formatting import estimate_tokens, format_context
 from ferret.worker.pipeline.merge import merge_and_select
 from ferret.worker.pipeline.planning import plan
 from ferret.worker.pipeline.replace import replace_weak
