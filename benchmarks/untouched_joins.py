@@ -82,6 +82,56 @@ UNTOUCHED_FOURTH: tuple[Phrasing, ...] = (
 )
 
 
+# Question words as typed in a hurry (a letter swapped or dropped), for the typo styles below.
+_TYPOS = {"what": "waht", "when": "wehn", "where": "whre", "who": "woh", "how": "hwo", "which": "whcih",
+          "why": "wyh", "did": "dd", "does": "deos", "is": "si", "was": "wsa", "would": "woudl"}
+
+
+def _typo(text: str) -> str:
+    """The question with its first word mistyped, when it is a question word with a typo above."""
+    first, _, rest = _low(text).partition(" ")
+    return f"{_TYPOS.get(first.lower(), first)} {rest}".strip()
+
+
+def _plain(text: str) -> str:
+    """The question lower-cased at its start, question mark dropped: what a request embeds ("tell me ...")."""
+    bare = _bare(text)
+    return bare[:1].lower() + bare[1:]
+
+
+# A fifth and a sixth set (issue 49), written and frozen together before any change of the split they
+# could see: joins no rule names (a run-on with no punctuation, separator symbols, an abbreviation, a
+# repeated phrase, an enumeration, typos in the question words, requests phrased as commands) and
+# three-part questions. Written from the kinds of misses the issue lists, not from its questions.
+FROZEN_FIFTH = Path(__file__).parent / "data" / "untouched_joins_fifth.jsonl"
+UNTOUCHED_FIFTH: tuple[Phrasing, ...] = (
+    Phrasing("run_on", 2, lambda qs: f"{_bare(qs[0])} {_low(qs[1])}"),
+    Phrasing("typo_question_word", 2, lambda qs: f"{_bare(qs[0])} and {_typo(qs[1])}?"),
+    Phrasing("tell_me_and_remind_me", 2, lambda qs: f"Tell me {_plain(qs[0])} and remind me {_plain(qs[1])}."),
+    Phrasing("pipe", 2, lambda qs: f"{_bare(qs[0])} | {_low(qs[1])}?"),
+    Phrasing("middle_dot", 2, lambda qs: f"{_bare(qs[0])} • {_low(qs[1])}?"),
+    Phrasing("btw", 2, lambda qs: f"{_bare(qs[0])}, btw {_low(qs[1])}?"),
+    Phrasing("repeated_i_want_to_know", 2,
+             lambda qs: f"I want to know {_plain(qs[0])}, I want to know {_plain(qs[1])}."),
+    Phrasing("letters", 2, lambda qs: f"a) {_bare(qs[0])} b) {_bare(qs[1])}"),
+    Phrasing("three_commas", 3, lambda qs: f"{_bare(qs[0])}, {_low(qs[1])}, {_low(qs[2])}?"),
+    Phrasing("inline_asterisks", 2, lambda qs: f"* {_bare(qs[0])} * {_bare(qs[1])}"),
+)
+FROZEN_SIXTH = Path(__file__).parent / "data" / "untouched_joins_sixth.jsonl"
+UNTOUCHED_SIXTH: tuple[Phrasing, ...] = (
+    Phrasing("run_on_lowercase", 2, lambda qs: f"{_bare(qs[0]).lower()} {_bare(qs[1]).lower()}"),
+    Phrasing("q1_q2", 2, lambda qs: f"Q1: {_bare(qs[0])}? Q2: {_bare(qs[1])}?"),
+    Phrasing("arrow", 2, lambda qs: f"{_bare(qs[0])} -> {_low(qs[1])}?"),
+    Phrasing("double_slash", 2, lambda qs: f"{_bare(qs[0])} // {_low(qs[1])}?"),
+    Phrasing("need_to_know", 2, lambda qs: f"Need to know {_plain(qs[0])} and {_plain(qs[1])}."),
+    Phrasing("typo_and", 2, lambda qs: f"{_bare(qs[0])} adn {_low(qs[1])}?"),
+    Phrasing("semicolon_no_space", 2, lambda qs: f"{_bare(qs[0])};{_low(qs[1])}?"),
+    Phrasing("one_two_words", 2, lambda qs: f"One: {_bare(qs[0])}. Two: {_bare(qs[1])}."),
+    Phrasing("three_semicolons", 3, lambda qs: f"{_bare(qs[0])}; {_low(qs[1])}; {_low(qs[2])}?"),
+    Phrasing("typo_run_on", 2, lambda qs: f"{_bare(qs[0])} {_typo(qs[1])}"),
+)
+
+
 def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
     """The frozen rows, by join style."""
     sets: dict[str, list[CompoundQuery]] = {}
@@ -94,7 +144,8 @@ def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
 # and its frozen file.
 SETS: dict[str, tuple[tuple[Phrasing, ...], int, Path]] = {
     "before": (UNTOUCHED, 30, FROZEN), "after": (UNTOUCHED_AFTER, 31, FROZEN_AFTER),
-    "third": (UNTOUCHED_THIRD, 32, FROZEN_THIRD), "fourth": (UNTOUCHED_FOURTH, 33, FROZEN_FOURTH)}
+    "third": (UNTOUCHED_THIRD, 32, FROZEN_THIRD), "fourth": (UNTOUCHED_FOURTH, 33, FROZEN_FOURTH),
+    "fifth": (UNTOUCHED_FIFTH, 34, FROZEN_FIFTH), "sixth": (UNTOUCHED_SIXTH, 35, FROZEN_SIXTH)}
 
 
 def frozen_sets() -> dict[str, dict[str, list[CompoundQuery]]]:
