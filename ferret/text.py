@@ -39,7 +39,7 @@ ARTICLES_AND_LINKS = frozenset("a an the and or".split())
 CALENDAR = frozenset("""january february march april may june july august september october november december
 monday tuesday wednesday thursday friday saturday sunday""".split())
 # Asking verbs a query may open with ("tell me about ...", "find ...").
-REQUEST_PHRASES = r"tell me about|tell me|show me|give me|find|get|check"
+REQUEST_PHRASES = r"tell me about|tell me|show me|give me|remind me|find|get|check"
 
 # A question's opening word or auxiliary (what the benchmark lowercases when it joins two questions).
 _OPENING = re.compile(

@@ -39,11 +39,12 @@ from ferret.worker.backends.tokens import tokenize
 
 _BOUNDARY = re.compile(r"(?<=[.?!])\s+(?=¿?[A-Z])|\s*;\s*|\s+/\s+|\s*\(\s*|\s*\)\s*|\s+[-–—]{1,2}\s+"
                        r"|,\s*(?=(?:and|but|or)\b)")
-_JOINERS = re.compile(r"^(?:(?:and|but|or|plus|also|so|then|oh|et|puis|y|und|aussi|también|además|außerdem)\b"
-                      r"[\s,:]*)+", re.IGNORECASE)
+_JOINERS = re.compile(r"^(?:(?:(?:and|but|or|plus|also|so|then|oh|btw|by the way|et|puis|y|und|aussi|también|además|"
+                      r"außerdem)\b|[|•·*]|->|→|=>|//|\(?[a-hA-H1-9][.)]|q[1-9]:)[\s,:]*)+", re.IGNORECASE)
 _PUNCTUATED_LEAD_IN = re.compile(r"^[^,:?]{1,40}?[,:]\s+")
-_WANTING_TO_KNOW = re.compile(r"^(?:i(?:'d| would)?|i'm|i am)\s+(?:also\s+)?"
-                              r"(?:like to know|want to know|wonder(?:ing)?|curious)\s+(?:about\s+)?", re.IGNORECASE)
+_WANTING_TO_KNOW = re.compile(r"^(?:(?:i(?:'d| would)?|i'm|i am)\s+(?:also\s+)?"
+                              r"(?:like to know|want to know|need to know|wonder(?:ing)?|curious)|(?:i\s+)?need to know)"
+                              r"\s+(?:about\s+)?", re.IGNORECASE)
 _PREPOSITION = r"(?:in|on|at|for|to|from|with|by|of|about|since|until|after|before|during|around|within)"
 _AUXILIARY = r"(?:is|are|was|were|did|does|do|can|could|would|will|has|have)"
 _SUBJECT = r"(?:(?-i:[A-Z])\w*|you|he|she|it|we|they|there|the|my|your|his|her|their|i)"
@@ -62,6 +63,15 @@ _NOT_A_VERB = _SUBJECT_WORDS | frozenset(
     "the a an my your his her its our their this that these those to of for in on at with by from".split())
 # Words a question word may take before its auxiliary ("how many children does", "what kind of art is").
 MAX_WORDS_BEFORE_AUXILIARY = 4
+# An enumeration's marks inside a line ("a) ... b) ...", "(1) ... (2) ..."): boundaries between its items.
+_ENUMERATION = re.compile(r"(?:^|(?<=\s))\(?(?:[a-hA-H]|[1-9])\)\s+")
+_ASKING_VERB = re.compile(r"(?:tell me|show me|remind me)\s+(?=\S)", re.IGNORECASE)
+_OPENING_ANYWHERE = re.compile(rf"\b(?:{QUESTION_WORDS['en']}|{_AUXILIARY}\s+{_SUBJECT})\b", re.IGNORECASE)
+# Words after which a question word opens a clause of the sentence, not a second question.
+_TAKES_A_CLAUSE = frozenset("""about of on in at for to from with by into over as than like know knows knew
+say says said tell tells told ask asks asked wonder wondered remember remembers remembered explain explained
+show showed shows decide decided think thought mean meant learn learned see saw find found discuss discussed
+describe described understand understood realize realized notice noticed is was are were be been being""".split())
 
 
 def _question_start(clause: str) -> int | None:
@@ -89,20 +99,25 @@ def _asks(clause: str) -> bool:
     return start is not None and bool(tokenize(clause[start:]))
 
 
-def _direct(clause: str) -> bool:
+def _direct(clause: str, subject_questions: bool = True) -> bool:
     """The clause asks a direct question (see the module's docstring) with a word of its own, in
-    three words at least (two are a preface's: "When asked, ...", "Where possible, ...")."""
+    three words at least (two are a preface's: "When asked, ...", "Where possible, ...").
+    ``subject_questions``: a question word may be its verb's subject ("what inspired Caroline")."""
     start = _question_start(clause)
     if start is None or not tokenize(clause[start:]) or len(clause[start:].split()) < 3:
         return False
     text = clause[start:]
+    asking = _ASKING_VERB.match(text)
+    if asking:  # "tell me when did ...", "remind me how ...": the question after the asking verb
+        return _direct(text[asking.end():], subject_questions)
     if _INVERTED.match(text):  # after a joiner at most: "songs does Melanie like" is a list's end
-        return not _JOINERS.sub("", clause[:start].strip(" \t\n,:")).strip(" ,:")
+        lead = _JOINERS.sub("", clause[:start].strip(" \t\n,:")).strip(" ,:")
+        return not lead or bool(_WANTING_TO_KNOW.fullmatch(lead + " "))
     opening = _QUESTION_WORD.match(text)
     if opening is None:
         return False
     words = re.findall(r"[\w']+", text[opening.end():])[:MAX_WORDS_BEFORE_AUXILIARY + 1]
-    if words and words[0].islower() and words[0] not in _NOT_A_VERB:  # the question word is the subject
+    if subject_questions and words and words[0].islower() and words[0] not in _NOT_A_VERB:  # its verb's subject
         return True
     for index, word in enumerate(words):
         if word.lower() in _AUXILIARY_WORDS:
@@ -124,6 +139,40 @@ def _at_weak_boundaries(clause: str) -> list[str]:
     return parts
 
 
+def _opens_here(text: str) -> bool:
+    """A question opens at the start of ``text``, after joiners or an enumeration's mark at most."""
+    return _question_start(text) == len(text) - len(_JOINERS.sub("", text.lstrip()))
+
+
+def _at_run_ons(clause: str) -> list[str]:
+    """``clause`` cut where a second direct question starts with no boundary before it ("When did X go
+    to the museum what did Y paint", "... | how did ...", "... b) When did ..."): at a word where a
+    question opens (after a joiner, a symbol or a mark at most), both sides direct questions, the one
+    on the right inverted (a question word and its auxiliary, or an auxiliary and its subject: "where
+    she lives" is a clause of the left question, not a question), and the word before the cut not one
+    that takes a clause ("say what ...", "about how ...")."""
+    if len(_OPENING_ANYWHERE.findall(clause)) < 2:
+        return [clause]
+    words = list(re.finditer(r"\S+", clause))
+    for word in words[3:]:
+        left, right = clause[:word.start()], clause[word.start():]
+        before = re.findall(r"[\w']+", left)
+        if not before or not _opens_here(right):
+            continue
+        bare = right.lstrip()
+        marked = _JOINERS.sub("", bare) != bare  # a joiner, a symbol or a mark stands before it
+        # Unmarked, the word before must not take a clause ("say what ..."), and a bare auxiliary is the left
+        # question's own ("What kind of painting | did Caroline share" is one question).
+        if not marked and (before[-1].lower() in _TAKES_A_CLAUSE or _INVERTED.match(bare)):
+            continue
+        mark = bare[:len(bare) - len(_JOINERS.sub("", bare))]
+        if mark.strip(" ,:").isalpha() and _INVERTED.match(bare, len(mark)):  # "... and is his prized possession":
+            continue  # after a word like "and", an auxiliary is the left clause's second verb, not a question
+        if _direct(left) and _direct(right, subject_questions=marked):
+            return [left.strip(), *_at_run_ons(right)]
+    return [clause]
+
+
 def reads_as_question(text: str) -> bool:
     """The text asks something: it opens a question or a request (after a lead-in), or ends with "?"."""
     return "?" in text or _question_start(text) is not None
@@ -132,7 +181,7 @@ def reads_as_question(text: str) -> bool:
 def standalone_questions(query: str) -> list[str]:
     """The questions of ``query`` that stand alone (see the module's docstring), each from its
     opening; one item (the whole query) when it asks one thing."""
-    clauses = [c for c in _BOUNDARY.split(query) if c and c.strip()]
+    clauses = [c for c in _BOUNDARY.split(_ENUMERATION.sub("; ", query)) if c and c.strip()]
     joined: list[str] = []
     for clause in clauses:
         if joined and not _asks(clause):  # it belongs to the clause before ("?" after a bracket: no space)
@@ -140,6 +189,7 @@ def standalone_questions(query: str) -> list[str]:
         else:
             joined.append(clause.strip())
     joined = [part.strip() for clause in joined for part in _at_weak_boundaries(clause)]
+    joined = [part.strip() for clause in joined for part in _at_run_ons(clause)]
     if len(joined) < 2 or not _asks(joined[0]):
         return [query]
     questions = []

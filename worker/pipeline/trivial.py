@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ferret.worker.pipeline.typos import mend_question_words
+
 _CLOCK = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp]\.?[Mm]\.?)?"
 _ZONE = r"(?:Z|[+-]\d{2}:?\d{2}|\s*UTC)?"
 _STAMP = (rf"(?:\d{{4}}-\d{{2}}-\d{{2}}(?:[T ]{_CLOCK}{_ZONE})?"
@@ -53,4 +55,4 @@ def prepare(message: str, trivial_messages: Iterable[str], strip_timestamps: boo
         return Prepared(query, "empty", stripped)
     if words in _word_set(tuple(trivial_messages)):
         return Prepared(query, "trivial", stripped)
-    return Prepared(query.strip(), None, stripped)
+    return Prepared(mend_question_words(query.strip()), None, stripped)
