@@ -43,8 +43,8 @@ _JOINERS = re.compile(r"^(?:(?:(?:and|but|or|plus|also|so|then|oh|btw|by the way
                       r"außerdem)\b|[|•·*]|->|→|=>|//|\(?[a-hA-H1-9][.)]|q[1-9]:)[\s,:]*)+", re.IGNORECASE)
 _PUNCTUATED_LEAD_IN = re.compile(r"^[^,:?]{1,40}?[,:]\s+")
 _WANTING_TO_KNOW = re.compile(r"^(?:(?:i(?:'d| would)?|i'm|i am)\s+(?:also\s+)?"
-                              r"(?:like to know|want to know|need to know|wonder(?:ing)?|curious)|(?:i\s+)?need to know)"
-                              r"\s+(?:about\s+)?", re.IGNORECASE)
+                              r"(?:like to know|want to know|need to know|wonder(?:ing)?|curious)"
+                              r"|(?:i\s+)?need to know)\s+(?:about\s+)?", re.IGNORECASE)
 _PREPOSITION = r"(?:in|on|at|for|to|from|with|by|of|about|since|until|after|before|during|around|within)"
 _AUXILIARY = r"(?:is|are|was|were|did|does|do|can|could|would|will|has|have)"
 _SUBJECT = r"(?:(?-i:[A-Z])\w*|you|he|she|it|we|they|there|the|my|your|his|her|their|i)"
