@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from ferret.text import AUXILIARIES, MODALS, PERFECT, QUESTION_WORDS, REQUEST_PHRASES
+from ferret.text import AUXILIARIES, EN_QUESTION_WORD_SET, MODALS, PERFECT, QUESTION_WORDS, REQUEST_PHRASES
 from ferret.worker.backends.tokens import tokenize
 
 _BOUNDARY = re.compile(r"(?<=[.?!])\s+(?=¿?[A-Z])|\s*;\s*|\s+/\s+|\s*\(\s*|\s*\)\s*|\s+[-–—]{1,2}\s+"
@@ -67,6 +67,11 @@ MAX_WORDS_BEFORE_AUXILIARY = 4
 _ENUMERATION = re.compile(r"(?:^|(?<=\s))\(?(?:[a-hA-H]|[1-9])\)\s+")
 _ASKING_VERB = re.compile(r"(?:tell me|show me|remind me)\s+(?=\S)", re.IGNORECASE)
 _OPENING_ANYWHERE = re.compile(rf"\b(?:{QUESTION_WORDS['en']}|{_AUXILIARY}\s+{_SUBJECT})\b", re.IGNORECASE)
+# The first word of a right side a cut may leave: a question word, an auxiliary, a joiner, an asking verb
+# (not a preposition: "... in what year ..." is rarely a second question, and checking every one costs).
+_MAY_OPEN_A_QUESTION = EN_QUESTION_WORD_SET | _AUXILIARY_WORDS | frozenset(
+    "and but or plus also so then oh btw by tell show remind give i i'd i'm need".split())
+_MARK = re.compile(r"[|•·*&+]|->|→|=>|//|\(?[a-hA-H1-9][.)]|q[1-9]:", re.IGNORECASE)
 # Words after which a question word opens a clause of the sentence, not a second question.
 _TAKES_A_CLAUSE = frozenset("""about of on in at for to from with by into over as than like know knows knew
 say says said tell tells told ask asks asked wonder wondered remember remembers remembered explain explained
@@ -155,6 +160,8 @@ def _at_run_ons(clause: str) -> list[str]:
         return [clause]
     words = list(re.finditer(r"\S+", clause))
     for word in words[3:]:
+        if word.group().lower().strip("¿,:") not in _MAY_OPEN_A_QUESTION and not _MARK.fullmatch(word.group()):
+            continue  # neither an opening nor what may stand before one: no cut here (and no regex run)
         left, right = clause[:word.start()], clause[word.start():]
         before = re.findall(r"[\w']+", left)
         if not before or not _opens_here(right):
