@@ -14,9 +14,10 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from benchmarks.phrasings import _bare
 from benchmarks.retrieval import Answer, System, _oracle_split, _parts_found, _pipeline, _recall, is_split
 from ferret.bench.locomo import CompoundQuery, Dataset, Question
 from ferret.settings import PipelineSettings
@@ -153,6 +154,10 @@ def compound_sets(run: FoldRun, sets: Mapping[str, Sequence[CompoundQuery]], fer
         split = [float(is_split(q.text, 4)) for q in queries]
         report[name] = {**compare(mine, oracle, run, queries, 100 + number),
                         "split_rate": round(statistics.fmean(split), 4), "example": queries[0].text}
+        if all(q.questions for q in queries):  # Ferret given the perfect split: its questions one per line
+            given = [replace(q, text="\n".join(f"{_bare(text)}?" for text in q.questions or ())) for q in queries]
+            scored = run.per_question(ferret, picks, given, compound_scores)["all@10"]
+            report[name]["perfect_split_given_mean"] = round(statistics.fmean(run.fold_means(scored, queries)), 4)
     return report
 
 

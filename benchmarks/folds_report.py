@@ -26,13 +26,14 @@ def _singles(report: dict[str, Any]) -> list[str]:
 
 
 def _compounds(title: str, rows: dict[str, Any]) -> list[str]:
-    lines = [title, "", "| set | n | split | Ferret all@10 | perfect split all@10 | Ferret - perfect [95% CI] |",
-             "|---|---|---|---|---|---|"]
+    lines = [title, "", "| set | n | split | Ferret all@10 | perfect split all@10 | Ferret - perfect [95% CI] | "
+                        "Ferret given the perfect split |", "|---|---|---|---|---|---|---|"]
     at_or_above = 0
     for name, row in rows.items():
         at_or_above += row["delta"] >= 0
+        given = row.get("perfect_split_given_mean")
         lines.append(f"| {name} | {row['n']} | {row['split_rate']:.2f} | {row['mean']:.3f} | "
-                     f"{row['reference_mean']:.3f} | {_interval(row)} |")
+                     f"{row['reference_mean']:.3f} | {_interval(row)} | {'-' if given is None else f'{given:.3f}'} |")
     return [*lines, "", f"Ferret at or above the perfect split: {at_or_above} of {len(rows)} sets"]
 
 

@@ -27,6 +27,7 @@ from ferret.worker.pipeline.decompose import decompose
 from ferret.worker.pipeline.formatting import estimate_tokens, format_context
 from ferret.worker.pipeline.orchestrator import run_pipeline
 from ferret.worker.pipeline.sections import sections_for
+from ferret.worker.pipeline.typos import mend_question_words
 from ferret.worker.semantic.embedders import Embedder
 
 KS = (5, 10, 20)
@@ -219,8 +220,9 @@ def section_use(dataset: Dataset, base: PipelineSettings) -> dict[str, Any]:
 
 
 def is_split(text: str, max_parts: int) -> bool:
-    """Whether decomposition splits ``text``."""
-    return decompose(text, classify(text), max_parts).was_decomposed
+    """Whether decomposition splits ``text`` (as the pipeline reads it: mistyped question words mended)."""
+    mended = mend_question_words(text)
+    return decompose(mended, classify(mended), max_parts).was_decomposed
 
 
 def false_splits(questions: Sequence[Question], max_parts: int) -> dict[str, Any]:
