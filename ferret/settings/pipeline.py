@@ -43,6 +43,11 @@ class FusionSettings(Strict):
         "lexical": 0.2, "graph": 0.3, "semantic": 0.3}
     max_shift: float = Field(0.3, ge=0, le=1)  # shift = max_shift x (1 - confidence / threshold)
     graph_seeds: int = Field(5, ge=1, le=50)  # the lexical hits whose links the graph retriever follows
+    method: Literal["weighted", "rrf"] = "weighted"
+    """How the retrievers' lists become one: weighted (seed 002: weight x score, capped per retriever) or rrf
+    (reciprocal-rank fusion, weight / (rrf_k + rank), rescaled to the best top score; docs/concepts/fusion.md)."""
+    rrf_k: int = Field(60, ge=1, le=1000)
+    """Reciprocal-rank fusion's constant: larger flattens the difference between ranks."""
 
     @field_validator("weights")
     @classmethod

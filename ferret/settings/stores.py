@@ -89,8 +89,9 @@ class SemanticSettings(Strict):
 
     enabled: bool = False
     """The semantic retriever: memories' embeddings, computed when written, searched by the query's."""
-    provider: Literal["endpoint", "local_model"] = "local_model"
-    """endpoint: an OpenAI-compatible /v1/embeddings; local_model: all-MiniLM-L6-v2 on the CPU (the semantic extra)."""
+    provider: Literal["endpoint", "local_model", "numpy_model"] = "local_model"
+    """endpoint: an OpenAI-compatible /v1/embeddings; local_model: all-MiniLM-L6-v2 on the CPU (the semantic extra,
+    torch); numpy_model: the same model and weights run by NumPy, no torch (the semantic-light extra)."""
     base_url: str = "http://127.0.0.1:11434/v1"
     """The embeddings endpoint (provider endpoint)."""
     model: str = "all-minilm"  # the endpoint's model name

