@@ -78,7 +78,7 @@ def create(ctx: click.Context, namespaces: tuple[str, ...], read_only: bool, rat
 
     with connected(ctx) as client:
         try:
-            key, record = KeyStore(client).create(list(namespaces), read_only, rate, label)
+            key, record = KeyStore(client).create(list(namespaces), read_only, rate, label, settings_of(ctx).limits)
         except FerretError as exc:
             fail(exc)
     access = "read-only" if record.read_only else "read-write"

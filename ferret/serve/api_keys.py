@@ -14,18 +14,20 @@ import re
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import redis
 import redis.asyncio as aredis
 
 from ferret import keys
-from ferret.contract import NAMESPACE_PATTERN
+from ferret.contract import parse_request
 from ferret.errors import InvalidRequest
+from ferret.settings import LimitSettings
+from ferret.settings.service import RATE_PATTERN
 
 KEY_SHAPE = re.compile(r"fk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
-RATE_SHAPE = re.compile(r"^\d{1,9} ?(/|per) ?(second|minute|hour|day)$")
+RATE_SHAPE = re.compile(RATE_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -75,13 +77,11 @@ def check_rate(rate: str) -> str:
     return rate.strip()
 
 
-def check_namespaces(namespaces: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+def check_namespaces(namespaces: list[str] | tuple[str, ...], limits: LimitSettings) -> tuple[str, ...]:
+    """The namespaces, each checked as a request's namespace is (``InvalidRequest`` naming ``namespace``)."""
     if not namespaces:
         raise InvalidRequest("namespace", "a key needs at least one namespace")
-    for namespace in namespaces:
-        if not NAMESPACE_PATTERN.fullmatch(namespace) or len(namespace) > 64:
-            raise InvalidRequest("namespace", f"{namespace!r}: use letters, digits, '.', '_' or '-' (1-64)")
-    return tuple(dict.fromkeys(namespaces))
+    return tuple(dict.fromkeys(parse_request({"query": "x", "namespace": n}, limits).namespace for n in namespaces))
 
 
 def _record(fields: Mapping[Any, Any], key_id: str) -> tuple[str, ApiKey] | None:
@@ -119,9 +119,10 @@ class KeyStore:
         self.client = client
 
     def create(self, namespaces: list[str], read_only: bool = False, rate: str | None = None,
-               label: str = "") -> tuple[str, ApiKey]:
-        """A new key and its record; the key is returned here once and stored nowhere."""
-        checked = check_namespaces(namespaces)
+               label: str = "", limits: LimitSettings | None = None) -> tuple[str, ApiKey]:
+        """A new key and its record; the key is returned here once and stored nowhere. ``limits``: the
+        namespaces' (the settings' ``limits``)."""
+        checked = check_namespaces(namespaces, limits or LimitSettings())
         rate = check_rate(rate) if rate else None
         key_id = secrets.token_hex(8)
         key = f"fk_{key_id}_{secrets.token_urlsafe(32)}"
@@ -154,15 +155,12 @@ class KeyStore:
         parsed = _record(fields, key_id) if fields else None
         if parsed is None:
             raise InvalidRequest("id", f"no key with id {key_id!r} (ferret keys list shows them)")
-        if parsed[1].revoked_at is None:
-            self.client.hset(keys.api_key(key_id), "revoked_at", repr(_now(self.client)))
-        return self.get(key_id)
-
-    def get(self, key_id: str) -> ApiKey:
-        parsed = _record(self.client.hgetall(keys.api_key(key_id)), key_id)
-        if parsed is None:
-            raise InvalidRequest("id", f"no key with id {key_id!r}")
-        return parsed[1]
+        record = parsed[1]
+        if record.revoked_at is not None:
+            return record
+        revoked = _now(self.client)
+        self.client.hset(keys.api_key(key_id), "revoked_at", repr(revoked))
+        return replace(record, revoked_at=revoked)
 
 
 async def verify(client: aredis.Redis, presented: str) -> ApiKey | None:

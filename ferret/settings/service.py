@@ -185,11 +185,15 @@ class SecuritySettings(Strict):
         return None
 
 
+# A request rate in the limits library's notation ("50/second", "600 per minute"); a key's own --rate too.
+RATE_PATTERN = r"^\d{1,9} ?(/|per) ?(second|minute|hour|day)$"
+
+
 class HttpSettings(Strict):
     """``ferret serve``: the HTTP API's limits. The rate is per key across every server (counted in Redis);
     the others hold per connection."""
 
-    rate_limit: str = Field("50/second", pattern=r"^\d{1,9} ?(/|per) ?(second|minute|hour|day)$")
+    rate_limit: str = Field("50/second", pattern=RATE_PATTERN)
     """Requests one key may make ("50/second", "600/minute", "10000/hour"); a key made with --rate has its own.
     Past it: 429 with Retry-After."""
     max_body_bytes: int = Field(1_048_576, ge=1024, le=100_000_000)
