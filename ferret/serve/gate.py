@@ -73,7 +73,6 @@ class RateLimits:
 class Gate:
     def __init__(self, app: App, client: aredis.Redis, settings: HttpSettings, metrics: HttpMetrics) -> None:
         self.app = app
-        self.client = client
         self.settings = settings
         self.metrics = metrics
         self.rates = RateLimits(client, settings.rate_limit)

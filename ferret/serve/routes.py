@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from ferret.contract import RetrievalRequest, RetrievalResult, Turn
 from ferret.errors import JobNotFound
 from ferret.producer.api import AsyncClient
+from ferret.producer.rules import JobHandle
 from ferret.records import Memory
 
 WAIT_GRACE_SECONDS = 5.0  # a query waits for its deadline plus this, unless it says otherwise
@@ -82,6 +83,13 @@ def _json(model: BaseModel) -> Response:
     return Response(model.model_dump_json(), media_type="application/json")
 
 
+def _enqueued(handle: JobHandle) -> Response:
+    """202 and the job's handle, as a client reads it back."""
+    return Response(Enqueued(job_id=handle.job_id, queue=handle.queue, deadline_at=handle.deadline_at,
+                             joined_identical_request=handle.coalesced).model_dump_json(),
+                    status_code=202, media_type="application/json")
+
+
 class ErrorDetail(BaseModel):
     code: str = Field(description="no_key, bad_key, revoked_key, other_namespace, read_only, rate_limited, "
                                   "too_large, body_too_slow, key_in_url, invalid_request, not_found, not_yet, "
@@ -130,10 +138,7 @@ async def query(namespace: NamespacePath, body: Annotated[QueryBody, Body()], re
 
 @router.post("/jobs", response_model=Enqueued, status_code=202, summary="Enqueue a request; read it at /jobs/{job_id}")
 async def enqueue(namespace: NamespacePath, body: Annotated[JobBody, Body()], request: Request) -> Response:
-    handle = await _ferret(request).enqueue({**body.model_dump(exclude_unset=True), "namespace": namespace})
-    return Response(Enqueued(job_id=handle.job_id, queue=handle.queue, deadline_at=handle.deadline_at,
-                             joined_identical_request=handle.coalesced).model_dump_json(),
-                    status_code=202, media_type="application/json")
+    return _enqueued(await _ferret(request).enqueue({**body.model_dump(exclude_unset=True), "namespace": namespace}))
 
 
 async def _own_result(request: Request, namespace: str, job_id: str) -> RetrievalResult | None:
@@ -169,10 +174,7 @@ async def trace(namespace: NamespacePath, job_id: JobPath, request: Request) -> 
 async def prefetch(namespace: NamespacePath, conversation: ConversationPath,
                    body: Annotated[PrefetchBody, Body()], request: Request) -> Response:
     fields = body.model_dump(mode="json", exclude_unset=True)
-    handle = await _ferret(request).prefetch(namespace, conversation, fields.pop("query"), **fields)
-    return Response(Enqueued(job_id=handle.job_id, queue=handle.queue, deadline_at=handle.deadline_at,
-                             joined_identical_request=handle.coalesced).model_dump_json(),
-                    status_code=202, media_type="application/json")
+    return _enqueued(await _ferret(request).prefetch(namespace, conversation, fields.pop("query"), **fields))
 
 
 @router.get("/conversations/{conversation}/context", response_model=ContextView,
