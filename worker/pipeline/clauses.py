@@ -39,8 +39,10 @@ from ferret.worker.backends.tokens import tokenize
 
 _BOUNDARY = re.compile(r"(?<=[.?!])\s+(?=¿?[A-Z])|\s*;\s*|\s+/\s+|\s*\(\s*|\s*\)\s*|\s+[-–—]{1,2}\s+"
                        r"|,\s*(?=(?:and|but|or)\b)")
+# A symbol or an enumeration's mark that may stand before a question ("| how ...", "b) When ...", "Q2: ...").
+_MARKS = r"[|•·*]|->|→|=>|//|\(?[a-hA-H1-9][.)]|q[1-9]:"
 _JOINERS = re.compile(r"^(?:(?:(?:and|but|or|plus|also|so|then|oh|btw|by the way|et|puis|y|und|aussi|también|además|"
-                      r"außerdem)\b|[|•·*]|->|→|=>|//|\(?[a-hA-H1-9][.)]|q[1-9]:)[\s,:]*)+", re.IGNORECASE)
+                      rf"außerdem)\b|{_MARKS})[\s,:]*)+", re.IGNORECASE)
 _PUNCTUATED_LEAD_IN = re.compile(r"^[^,:?]{1,40}?[,:]\s+")
 _WANTING_TO_KNOW = re.compile(r"^(?:(?:i(?:'d| would)?|i'm|i am)\s+(?:also\s+)?"
                               r"(?:like to know|want to know|need to know|wonder(?:ing)?|curious)"
@@ -71,7 +73,7 @@ _OPENING_ANYWHERE = re.compile(rf"\b(?:{QUESTION_WORDS['en']}|{_AUXILIARY}\s+{_S
 # (not a preposition: "... in what year ..." is rarely a second question, and checking every one costs).
 _MAY_OPEN_A_QUESTION = EN_QUESTION_WORD_SET | _AUXILIARY_WORDS | frozenset(
     "and but or plus also so then oh btw by tell show remind give i i'd i'm need".split())
-_MARK = re.compile(r"[|•·*&+]|->|→|=>|//|\(?[a-hA-H1-9][.)]|q[1-9]:", re.IGNORECASE)
+_MARK = re.compile(_MARKS, re.IGNORECASE)
 # Words after which a question word opens a clause of the sentence, not a second question.
 _TAKES_A_CLAUSE = frozenset("""about of on in at for to from with by into over as than like know knows knew
 say says said tell tells told ask asks asked wonder wondered remember remembers remembered explain explained
@@ -144,11 +146,6 @@ def _at_weak_boundaries(clause: str) -> list[str]:
     return parts
 
 
-def _opens_here(text: str) -> bool:
-    """A question opens at the start of ``text``, after joiners or an enumeration's mark at most."""
-    return _question_start(text) == len(text) - len(_JOINERS.sub("", text.lstrip()))
-
-
 def _at_run_ons(clause: str) -> list[str]:
     """``clause`` cut where a second direct question starts with no boundary before it ("When did X go
     to the museum what did Y paint", "... | how did ...", "... b) When did ..."): at a word where a
@@ -164,18 +161,19 @@ def _at_run_ons(clause: str) -> list[str]:
             continue  # neither an opening nor what may stand before one: no cut here (and no regex run)
         left, right = clause[:word.start()], clause[word.start():]
         before = re.findall(r"[\w']+", left)
-        if not before or not _opens_here(right):
-            continue
         bare = right.lstrip()
-        marked = _JOINERS.sub("", bare) != bare  # a joiner, a symbol or a mark stands before it
+        question = _JOINERS.sub("", bare)
+        # A question must open right here, after joiners or a mark at most.
+        if not before or _question_start(right) != len(right) - len(question):
+            continue
+        mark = bare[:len(bare) - len(question)]  # the joiner, symbol or mark before it, if any
         # Unmarked, the word before must not take a clause ("say what ..."), and a bare auxiliary is the left
         # question's own ("What kind of painting | did Caroline share" is one question).
-        if not marked and (before[-1].lower() in _TAKES_A_CLAUSE or _INVERTED.match(bare)):
+        if not mark and (before[-1].lower() in _TAKES_A_CLAUSE or _INVERTED.match(bare)):
             continue
-        mark = bare[:len(bare) - len(_JOINERS.sub("", bare))]
         if mark.strip(" ,:").isalpha() and _INVERTED.match(bare, len(mark)):  # "... and is his prized possession":
             continue  # after a word like "and", an auxiliary is the left clause's second verb, not a question
-        if _direct(left) and _direct(right, subject_questions=marked):
+        if _direct(left) and _direct(right, subject_questions=bool(mark)):
             return [left.strip(), *_at_run_ons(right)]
     return [clause]
 
