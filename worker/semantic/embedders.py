@@ -115,8 +115,12 @@ class LocalModelEmbedder:
                                    show_progress_bar=False, convert_to_numpy=True)
         return unit_rows(vectors)
 
+    def _base(self) -> Path:
+        """Where the model is unpacked (``semantic.model_dir``, else ~/.cache/ferret)."""
+        return Path(self.settings.model_dir) if self.settings.model_dir else Path.home() / ".cache" / "ferret"
+
     def _load(self) -> Any:
-        base = Path(self.settings.model_dir) if self.settings.model_dir else Path.home() / ".cache" / "ferret"
+        base = self._base()
         with _MODELS_LOCK:
             model = _MODELS.get(str(base))
             if model is None:
@@ -167,13 +171,10 @@ class NumpyModelEmbedder(LocalModelEmbedder):
         return unit_rows(self._load().encode(list(texts), batch_size=self.settings.batch_size))
 
     def _load(self) -> Any:
-        base = Path(self.settings.model_dir) if self.settings.model_dir else Path.home() / ".cache" / "ferret"
-        try:
-            from ferret.worker.semantic.numpy_minilm import encoder_at
-        except ImportError as exc:  # numpy_minilm imports neither at module level; this is safetensors/tokenizers
-            raise BackendUnavailable(NAME, f"{exc}: pip install 'ferret[semantic-light]'") from exc
-        try:
-            return encoder_at(unpacked_model(base))
+        from ferret.worker.semantic.numpy_minilm import encoder_at
+
+        try:  # safetensors and tokenizers are imported when the encoder loads
+            return encoder_at(unpacked_model(self._base()))
         except ImportError as exc:
             raise BackendUnavailable(NAME, f"{exc.name or exc} is not installed: "
                                            "pip install 'ferret[semantic-light]'") from exc

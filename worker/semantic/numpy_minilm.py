@@ -9,8 +9,9 @@ sentence-transformers, nothing downloaded: ``semantic.provider: numpy_model``.""
 from __future__ import annotations
 
 import json
+import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +29,12 @@ def _layer_norm(x: Matrix, weight: Matrix, bias: Matrix, eps: float) -> Matrix:
 
 
 def _gelu(x: Matrix) -> Matrix:  # BERT's exact GELU, erf-based
-    from math import sqrt
-
-    return 0.5 * x * (1.0 + _erf(x / sqrt(2.0)))
+    return 0.5 * x * (1.0 + _ERF(x / np.float32(math.sqrt(2.0))))
 
 
-def _erf(x: Matrix) -> Matrix:
-    """erf: SciPy's when SciPy is installed, else the Chebyshev fit of erfc from Numerical Recipes (erfcc:
-    fractional error below 1.2e-7; 8.6e-8 at most against SciPy's on [-6, 6], measured)."""
-    try:
-        from scipy.special import erf  # exact when SciPy is there
-
-        return erf(x).astype(np.float32)
-    except ImportError:
-        pass
+def _erf_fitted(x: Matrix) -> Matrix:
+    """erf by the Chebyshev fit of erfc from Numerical Recipes (erfcc: fractional error below 1.2e-7; 8.6e-8
+    at most against SciPy's on [-6, 6], measured), for when SciPy is not installed."""
     sign = np.sign(x)
     a = np.abs(x).astype(np.float64)
     t = 1.0 / (1.0 + 0.5 * a)
@@ -49,6 +42,18 @@ def _erf(x: Matrix) -> Matrix:
         -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223
                                                                                    + t * 0.17087277)))))))))
     return (sign * (1.0 - tau)).astype(np.float32)
+
+
+def _choose_erf() -> Callable[[Matrix], Matrix]:
+    """SciPy's erf when SciPy is installed (exact), else the fit above; chosen once."""
+    try:
+        from scipy.special import erf
+    except ImportError:
+        return _erf_fitted
+    return lambda x: erf(x).astype(np.float32)
+
+
+_ERF = _choose_erf()
 
 
 class NumpyMiniLM:
