@@ -166,7 +166,8 @@ def run_pipeline(
         settings = settings.model_copy(update={"max_results": max_results})
     if recency_half_life_days is not None or diversity is not None:  # the request's own, over the settings'
         settings = settings.model_copy(update={
-            "recency_half_life_days": recency_half_life_days or settings.recency_half_life_days,
+            "recency_half_life_days": settings.recency_half_life_days if recency_half_life_days is None
+            else recency_half_life_days,
             "diversity": settings.diversity if diversity is None else diversity})
     prepared = prepare(query, settings.trivial_messages, settings.strip_timestamps)
     if prepared.skip is not None:
