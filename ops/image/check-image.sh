@@ -22,7 +22,9 @@ FROM localhost/ferret:check
 RUN ferret demo --sample everyday \
     && python -c "import importlib.util as u; assert u.find_spec('worker') is None and u.find_spec('producer') is None"
 CF
-podman build --format docker --isolation chroot --pull=never -t localhost/ferret-demo:check "$work" >"$work/demo.log" 2>&1 \
+# --no-cache: the demo must run on every check; a layer cached by an earlier check on this machine would
+# pass the build without running it (and leave no demo output to read).
+podman build --no-cache --format docker --isolation chroot --pull=never -t localhost/ferret-demo:check "$work" >"$work/demo.log" 2>&1 \
   || { tail -60 "$work/demo.log"; exit 1; }
 grep -q "stopped the workers and the embedded Redis." "$work/demo.log" \
   || { echo "check-image: the demo did not say it stopped its workers; its build's log ends:"; tail -60 "$work/demo.log"; exit 1; }
