@@ -116,32 +116,45 @@ class CoalescedBookkeeping:
                            execution: Execution) -> None:
         """RQ 3's success bookkeeping as one transaction, without the WATCH
         that guards dependents (there are none, see ``LeanQueue``)."""
-        if not isinstance(queue, LeanQueue) or job.repeats_left or job.has_rate_limit or job.group_id:  # RQ's own
+        if not lean_success(job, queue):
             super().handle_job_success(job, queue, started_job_registry, execution)  # type: ignore[misc]
             return
-        assert job.started_at and job.ended_at
         with self.connection.pipeline() as pipeline:  # type: ignore[attr-defined]
-            self.increment_successful_job_count(pipeline=pipeline)  # type: ignore[attr-defined]
-            self.increment_total_working_time(job.ended_at - job.started_at, pipeline)  # type: ignore[attr-defined]
-            result_ttl = job.get_result_ttl(self.default_result_ttl)  # type: ignore[attr-defined]
-            if result_ttl != 0:
-                job._handle_success(result_ttl, pipeline=pipeline, worker_name=self.name,  # type: ignore[attr-defined]
-                                    execution_id=execution.id, execution_started_at=execution.created_at,
-                                    execution_ended_at=job.ended_at)
-                job.cleanup(result_ttl, pipeline=pipeline, remove_from_queue=False)
-            job._status = JobStatus.FINISHED
-            self.cleanup_execution(job, pipeline=pipeline, execution=execution)  # type: ignore[attr-defined]
-            if result_ttl == 0:
-                forget_job(job, pipeline)
-            # Redis hears "idle" now; the worker itself stays busy until RQ
-            # sets the state after the job, so a SIGTERM arriving meanwhile
-            # is still a warm shut-down (an idle worker's is an exception).
-            pipeline.hset(self.key, "state", WorkerStatus.IDLE)  # type: ignore[attr-defined]
-            self.heartbeat(pipeline=pipeline)  # the idle worker's expiry, which the next loop would send
+            self.success_commands(job, execution, pipeline)
+            self.idle_commands(pipeline)
             pipeline.execute()
         self._ferret_state_written = WorkerStatus.IDLE
         self.log.info("Successfully completed job %s in %ss on worker %s",  # type: ignore[attr-defined]
-                      job.id, job.ended_at - job.started_at, self.name)  # type: ignore[attr-defined]
+                      job.id, job.ended_at - job.started_at, self.name)  # type: ignore[attr-defined, operator]
+
+    def success_commands(self, job: Job, execution: Execution, pipeline: Any) -> None:
+        """What RQ writes for a job's success (its counters, its records gone), into ``pipeline``."""
+        assert job.started_at and job.ended_at
+        self.increment_successful_job_count(pipeline=pipeline)  # type: ignore[attr-defined]
+        self.increment_total_working_time(job.ended_at - job.started_at, pipeline)  # type: ignore[attr-defined]
+        result_ttl = job.get_result_ttl(self.default_result_ttl)  # type: ignore[attr-defined]
+        if result_ttl != 0:
+            job._handle_success(result_ttl, pipeline=pipeline, worker_name=self.name,  # type: ignore[attr-defined]
+                                execution_id=execution.id, execution_started_at=execution.created_at,
+                                execution_ended_at=job.ended_at)
+            job.cleanup(result_ttl, pipeline=pipeline, remove_from_queue=False)
+        job._status = JobStatus.FINISHED
+        self.cleanup_execution(job, pipeline=pipeline, execution=execution)  # type: ignore[attr-defined]
+        if result_ttl == 0:
+            forget_job(job, pipeline)
+
+    def idle_commands(self, pipeline: Any) -> None:
+        """Redis hears "idle" now; the worker itself stays busy until RQ
+        sets the state after the job, so a SIGTERM arriving meanwhile is
+        still a warm shut-down (an idle worker's is an exception). With it,
+        the idle worker's expiry, which the next loop would send."""
+        pipeline.hset(self.key, "state", WorkerStatus.IDLE)  # type: ignore[attr-defined]
+        self.heartbeat(pipeline=pipeline)
+
+
+def lean_success(job: Job, queue: Queue) -> bool:
+    """A success the lean way may save: a Ferret queue's job with none of RQ's repeats, rate limits or groups."""
+    return isinstance(queue, LeanQueue) and not (job.repeats_left or job.has_rate_limit or job.group_id)
 
 
 class OneTripJobStart:
@@ -155,17 +168,22 @@ class OneTripJobStart:
         would send next (heart-beats, the job's start), at once."""
         with self.connection.pipeline() as pipeline:  # type: ignore[attr-defined]
             heartbeat_ttl = self.get_heartbeat_ttl(job)  # type: ignore[attr-defined]
-            execution = Execution.create(job, heartbeat_ttl, pipeline=pipeline,
-                                         worker_name=self.name)  # type: ignore[attr-defined]
-            self.executions[execution.id] = execution
+            execution = self.start_commands(job, heartbeat_ttl, pipeline)
             self.set_state(WorkerStatus.BUSY, pipeline=pipeline)  # type: ignore[attr-defined]
             self.heartbeat(heartbeat_ttl, pipeline=pipeline)  # type: ignore[attr-defined]
-            job.prepare_for_execution(self.name, pipeline=pipeline)  # type: ignore[attr-defined]  # sets last_heartbeat
-            pipeline.persist(job.key)
-            if len(self.queues) == 1:  # type: ignore[attr-defined]  # RQ's rule in perform_job
-                origin = Queue(job.origin, connection=self.connection)  # type: ignore[attr-defined]
-                pipeline.lrem(origin.intermediate_queue_key, 1, job.id)
             pipeline.execute()
+        return execution
+
+    def start_commands(self, job: Job, heartbeat_ttl: int, pipeline: Any) -> Execution:
+        """What RQ writes for a job's start (its execution record, registries, ``started``), into ``pipeline``."""
+        execution = Execution.create(job, heartbeat_ttl, pipeline=pipeline,
+                                     worker_name=self.name)  # type: ignore[attr-defined]
+        self.executions[execution.id] = execution
+        job.prepare_for_execution(self.name, pipeline=pipeline)  # type: ignore[attr-defined]  # sets last_heartbeat
+        pipeline.persist(job.key)
+        if len(self.queues) == 1:  # type: ignore[attr-defined]  # RQ's rule in perform_job
+            origin = Queue(job.origin, connection=self.connection)  # type: ignore[attr-defined]
+            pipeline.lrem(origin.intermediate_queue_key, 1, job.id)
         return execution
 
     def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:

@@ -18,9 +18,10 @@ namespace and request id give) are the job core's (``ferret.worker.core.run``).
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from redis import Redis
 from redis.commands.core import Script
@@ -119,24 +120,40 @@ def refusal_of(job: Job, queue: str) -> Refusal | None:
     return None
 
 
-# The first queue entry and its job hash in one round trip (``GuardedDequeue.one_trip``): KEYS are the
-# queues in order; ARGV[1] the intermediate queue when there is one queue (RQ moves the entry there, as
-# RQ's own LMOVE does), else ""; ARGV[2] the job-hash key prefix. An entry whose key is not a hash is
-# popped all the same and answered with false for its hash (refused as malformed, as a failed read is).
+# The first waiting entries and their job hashes in one round trip (``GuardedDequeue.one_trip``): KEYS are
+# the queues in order; ARGV[1] the intermediate queue when there is one queue (RQ moves the entry there, as
+# RQ's own LMOVE does), else ""; ARGV[2] the job-hash key prefix; ARGV[3] how many entries at most. They
+# all come from the first queue that has any (the queues' order is their priority), and no more are taken
+# than are waiting: one entry when one waits. Answer: the queue's key, then each entry and its hash. An
+# entry whose key is not a hash is popped all the same and answered with false for its hash (refused as
+# malformed, as a failed read is).
 _TAKE = """
+local most = tonumber(ARGV[3]) or 1
 for _, queue in ipairs(KEYS) do
-  local entry
-  if ARGV[1] ~= '' then
-    entry = redis.call('LMOVE', queue, ARGV[1], 'LEFT', 'RIGHT')
-  else
-    entry = redis.call('LPOP', queue)
+  local taking = 1
+  if most > 1 then
+    taking = math.min(most, redis.call('LLEN', queue))
   end
-  if entry then
+  local answer = {queue}
+  for _ = 1, math.max(taking, 1) do
+    local entry
+    if ARGV[1] ~= '' then
+      entry = redis.call('LMOVE', queue, ARGV[1], 'LEFT', 'RIGHT')
+    else
+      entry = redis.call('LPOP', queue)
+    end
+    if not entry then
+      break
+    end
     local hash = redis.pcall('HGETALL', ARGV[2] .. entry)
     if type(hash) == 'table' and hash.err then
-      return {queue, entry, false}
+      hash = false
     end
-    return {queue, entry, hash}
+    answer[#answer + 1] = entry
+    answer[#answer + 1] = hash
+  end
+  if #answer > 1 then
+    return answer
   end
 end
 return false
@@ -148,26 +165,37 @@ class GuardedDequeue:
 
     ``on_refused`` is set per worker (see ``guarded_queue_class``); it must
     not raise, and is called for every entry that is not run. With
-    ``one_trip`` (the lean layer), a waiting entry and its job hash are read
-    in one round trip (one Lua call) instead of RQ's pop and then its read;
-    when the queues are empty the worker blocks as RQ does."""
+    ``one_trip`` (the lean layer), waiting entries and their job hashes are
+    read in one round trip (one Lua call) instead of RQ's pop and then its
+    read; when the queues are empty the worker blocks as RQ does. Up to
+    ``take_up_to`` entries come off in that trip when that many are waiting
+    (its worker sets it, ``ferret.rq_layer.trip_batching``): the first is
+    returned and the others are ``held``, for the worker's next dequeues,
+    which then make no trip."""
 
     on_refused: Callable[[Refusal], None] = staticmethod(lambda refusal: None)  # type: ignore[assignment]
     one_trip: bool = False
+    take_up_to: int = 1
+    held: deque[tuple[Job, Queue]] | None = None  # a worker's own (guarded_queue_class), else none
 
     @classmethod
     def dequeue_any(cls: Any, queues: Iterable[Queue], timeout: int | None, connection: Redis,
                     job_class: type[Job] | None = None, serializer: Any = None,
                     death_penalty_class: Any = None) -> tuple[Job, Queue] | None:
         """RQ's dequeue, reading each entry as untrusted input (see the module)."""
+        if cls.held:
+            return cast(tuple[Job, Queue], cls.held.popleft())
         queues = list(queues)
         job_cls = job_class or cls.job_class
+        most = cls.take_up_to if cls.held is not None else 1
         while True:
             keys = [q.key for q in queues]
             single = len(keys) == 1 and get_version(connection) >= (6, 2, 0)
-            taken = _take(connection, keys, single) if cls.one_trip else None
+            taken = _take(connection, keys, single, most) if cls.one_trip else None
+            entries: list[tuple[bytes, StoredHash | None]]
             if taken is not None:
-                queue_key, raw, stored = taken
+                queue_key, found = taken
+                entries = list(found)
             else:
                 if cls.one_trip and timeout is None:  # not blocking, and the queues were empty just now
                     return None
@@ -175,18 +203,31 @@ class GuardedDequeue:
                           else cls.lpop(keys, timeout, connection=connection))
                 if popped is None:
                     return None
-                (queue_key, raw), stored = popped, None
+                queue_key, raw = popped
+                entries = [(raw if isinstance(raw, bytes) else str(raw).encode(), None)]
             queue_key = queue_key.decode() if isinstance(queue_key, bytes) else queue_key
             queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
                                        serializer=serializer, death_penalty_class=death_penalty_class)
-            raw = raw if isinstance(raw, bytes) else str(raw).encode()
+            accepted = cls._accepted(entries, queue, job_cls, connection, serializer)
+            if accepted:
+                if cls.held is not None:
+                    cls.held.extend((job, queue) for job in accepted[1:])
+                return accepted[0], queue
+
+    @classmethod
+    def _accepted(cls: Any, entries: list[tuple[bytes, StoredHash | None]], queue: Queue, job_cls: type[Job],
+                  connection: Redis, serializer: Any) -> list[Job]:
+        """The Ferret jobs among ``entries``, in order; every other entry is refused (and reported)."""
+        jobs: list[Job] = []
+        for index, (raw, stored) in enumerate(entries):
             try:
                 job, refusal = take_entry(job_cls, raw, queue, connection, serializer, stored)
-            except StopRequested:  # the worker stops while reading the entry: it goes back, untouched
-                _put_back(connection, queue, raw)
+            except StopRequested:  # the worker stops while reading an entry: what it took goes back, untouched
+                _put_back(connection, queue, [job.id.encode() for job in jobs] + [r for r, _ in entries[index:]])
                 raise
             if job is not None:
-                return job, queue
+                jobs.append(job)
+                continue
             if refusal is not None:
                 connection.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]  # lmove put it there
                 if refusal.job_id is None:  # one naming a job id is logged where it is recorded (record_refusal)
@@ -194,35 +235,47 @@ class GuardedDequeue:
                                       "queue %s: refused entry %s: %s", queue.name, refusal.shown_id(raw),
                                       refusal.message)
                 _notify(cls.on_refused, refusal)
+        return jobs
 
 
 StoredHash = dict[bytes, bytes] | Exception  # a job hash read with its entry, or why it could not be
 _take_script: Script | None = None
 
 
-def _take(connection: Redis, queue_keys: list[str], single: bool) -> tuple[Any, Any, StoredHash] | None:
-    """The first waiting entry of ``queue_keys`` (its queue's key and the entry, as Redis gave them)
-    and its job hash, in one round trip; None when every queue is empty."""
+def _take(connection: Redis, queue_keys: list[str], single: bool,
+          most: int = 1) -> tuple[Any, list[tuple[bytes, StoredHash]]] | None:
+    """The first waiting entries of ``queue_keys`` (up to ``most``, all of one queue, as many as wait
+    there) with their job hashes, in one round trip: the queue's key as Redis gave it, and each entry
+    with its hash; None when every queue is empty."""
     global _take_script
     if _take_script is None:
         _take_script = connection.register_script(_TAKE)  # EVALSHA, the script loaded on first use
     intermediate = IntermediateQueue.get_intermediate_queue_key(queue_keys[0]) if single else ""
-    found = _take_script(keys=queue_keys, args=[intermediate, Job.redis_job_namespace_prefix], client=connection)
+    found = _take_script(keys=queue_keys, args=[intermediate, Job.redis_job_namespace_prefix, most],
+                         client=connection)
     if not found:
         return None
-    queue_key, raw, fields = found
-    if not isinstance(fields, list):  # Lua's false: the entry's key holds another type
-        return queue_key, raw, ValueError("the entry's job key is not a hash")
-    return queue_key, raw, dict(zip(fields[::2], fields[1::2], strict=True))
+    queue_key, rest = found[0], found[1:]
+    entries: list[tuple[bytes, StoredHash]] = []
+    for raw, fields in zip(rest[::2], rest[1::2], strict=True):
+        raw = raw if isinstance(raw, bytes) else str(raw).encode()
+        if not isinstance(fields, list):  # Lua's false: the entry's key holds another type
+            entries.append((raw, ValueError("the entry's job key is not a hash")))
+        else:
+            entries.append((raw, dict(zip(fields[::2], fields[1::2], strict=True))))
+    return queue_key, entries
 
 
-def _put_back(connection: Redis, queue: Queue, raw: bytes) -> None:
-    """An entry taken off ``queue`` (into its intermediate queue) back to the front, for the next worker."""
+def _put_back(connection: Redis, queue: Queue, raws: list[bytes]) -> None:
+    """Entries taken off ``queue`` (into its intermediate queue, when it has one) back to its front, in
+    their order, for the next worker."""
     with connection.pipeline() as pipe:
-        pipe.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]
-        pipe.lpush(queue.key, raw)
+        for raw in raws:
+            pipe.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]
+        pipe.lpush(queue.key, *reversed(raws))
         pipe.execute()
-    logger.warning("queue %s: stopped while reading entry %s; put back", queue.name, raw[:_SHOWN_ID_CHARS])
+    logger.warning("queue %s: stopped while reading entries %s; put back", queue.name,
+                   ", ".join(repr(raw[:_SHOWN_ID_CHARS]) for raw in raws[:3]) + (" ..." if len(raws) > 3 else ""))
 
 
 def take_entry(job_cls: type[Job], raw: bytes | str, queue: Queue, connection: Redis,
@@ -278,7 +331,8 @@ def guarded_queue_class(on_refused: Callable[[Refusal], None], lean: bool = True
     """Ferret's queue class for one worker: refusals go to ``on_refused``; over
     ``LeanQueue`` (no dependents look-up, see ``bookkeeping``) or RQ's own ``Queue``."""
     base = LeanQueue if lean else Queue
-    return type("GuardedQueue", (GuardedDequeue, base), {"on_refused": staticmethod(on_refused), "one_trip": lean})
+    return type("GuardedQueue", (GuardedDequeue, base),
+                {"on_refused": staticmethod(on_refused), "one_trip": lean, "held": deque()})
 
 
 def mark_failed(job: Job, queue: Queue, message: str, worker_name: str = "") -> None:

@@ -34,6 +34,7 @@ from ferret.rq_layer.intake import Refusal
 from ferret.rq_layer.job_pulse import JobPulse
 from ferret.rq_layer.maintenance import sweep
 from ferret.rq_layer.reaper import reap
+from ferret.rq_layer.trip_batching import JobsPerTrip
 from ferret.rq_layer.worker_away import REGISTRATION_CHECK_SECONDS, RedisAwayTolerant
 from ferret.rq_layer.worker_stops import StopHandling
 from ferret.worker.core.report import JobReport, Observer, after_job
@@ -180,7 +181,7 @@ class _Observed(StopHandling, RedisAwayTolerant):
         return JobReport(result, request_of(payload, self.ferret_context.settings.limits), trace)
 
 
-class ObservedSimpleWorker(_Observed, OneTripJobStart, CoalescedBookkeeping, SimpleWorker):
+class ObservedSimpleWorker(_Observed, JobsPerTrip, OneTripJobStart, CoalescedBookkeeping, SimpleWorker):
     pass
 
 

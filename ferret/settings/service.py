@@ -91,6 +91,9 @@ class ServiceSettings(Strict):
     maintenance_interval_seconds: int = Field(600, ge=1, le=86_400)
     # RQ's bookkeeping without repeats (ferret.rq_layer.bookkeeping); false: stock RQ's, every write it makes.
     lean_bookkeeping: bool = True
+    jobs_per_trip: int = Field(16, ge=1, le=256)
+    """The most jobs a simple worker takes off a deep queue in one round trip and ends in one transaction
+    (the lean layer; as many as the recent jobs run in 25 ms; one when one waits); 1: one job a trip."""
 
 
 class LimitSettings(Strict):

@@ -134,6 +134,37 @@ def test_a_waiting_job_comes_off_the_queues_with_its_hash_in_one_round_trip(clie
     assert [args[0] for args in sent] == ["EVALSHA"]
 
 
+def test_a_deep_queue_gives_several_jobs_in_one_trip_and_refuses_the_bad_among_them(client):
+    """Up to ``take_up_to`` entries come off in one trip (the first queue's, as many as wait); the first is
+    returned, the other Ferret jobs are held for the next dequeues (which send nothing), the rest refused."""
+    refused: list[Refusal] = []
+    queue_class = guarded_queue_class(refused.append)
+    queue_class.take_up_to = 4
+    prefetch = queue_class("prefetch", connection=client, serializer=JSONSerializer)
+    batch = queue_class("batch", connection=client, serializer=JSONSerializer)
+    jobs = [batch.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None)) for _ in range(4)]
+    client.delete(batch.key)
+    client.rpush(batch.key, jobs[0].id, b"bad.id", jobs[1].id, jobs[2].id, jobs[3].id)
+    assert queue_class.dequeue_any([prefetch], None, connection=client, serializer=JSONSerializer) is None  # loaded
+    sent: list[tuple] = []
+    original = client.execute_command
+
+    def counted(*args, **kwargs):
+        sent.append(args)
+        return original(*args, **kwargs)
+
+    client.execute_command = counted
+    taken = [queue_class.dequeue_any([prefetch, batch], None, connection=client, serializer=JSONSerializer)
+             for _ in range(3)]
+    assert [(job.id, queue.name) for job, queue in taken] == [(job.id, "batch") for job in jobs[:3]]
+    assert [args[0] for args in sent if args[0] != "LREM"] == ["EVALSHA"], "three jobs, one trip (and a refusal)"
+    assert [r.reason for r in refused] == ["bad_id"]
+    assert client.lrange(batch.key, 0, -1) == [jobs[3].id.encode()] and not queue_class.held
+    assert queue_class.dequeue_any([prefetch, batch], None, connection=client, serializer=JSONSerializer)[0].id \
+        == jobs[3].id, "one job when one waits"
+    assert not queue_class.held
+
+
 @pytest.mark.parametrize("lean", [True, False], ids=["one trip (lean)", "RQ's pop then read"])
 def test_a_job_an_older_producer_named_by_the_former_module_runs_as_ferrets_function(client, lean):
     from ferret.rq_layer import entry

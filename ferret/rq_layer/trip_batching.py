@@ -1,0 +1,178 @@
+"""Several jobs per round trip when the queue is deep (``service.jobs_per_trip``; the lean simple worker).
+
+A short Ferret job spends more of a worker's CPU on its round trips to Redis than on its search: each
+trip costs the client ~0.1 ms of CPU whatever it carries, and a job made four (take, start, result,
+success). When more jobs wait than the one in hand, the worker takes several in one trip and ends them
+together:
+
+- **take**: one Lua call takes up to ``take_up_to`` waiting entries of the first queue that has any, and
+  no more than are waiting: one job when one waits, so a lone job's latency is what it was
+  (``ferret.rq_layer.intake``). The first is run; the others are held by the worker.
+- **start**: the first job's start transaction starts the held ones too: every taken job is in its
+  queue's started registry with an execution record of this worker from then on, so the reaper sees
+  every one of them (a worker lost mid-batch loses none: the reaper re-runs or ends them, as any job of a
+  dead worker), and the job pulse renews all of them while the worker runs any.
+- **run**: each job runs as before, one after the other: its deadline is checked when it starts, its hard
+  time limit is its own, its result is written (and its waiters woken) as soon as it is done.
+- **end**: RQ's success bookkeeping of each job is kept back and sent with the last job's (one
+  transaction), or sooner when ``FLUSH_SECONDS`` have passed since the first was kept back.
+
+How many are taken follows the recent jobs: as many as would use ``TRIP_SECONDS`` of the worker's CPU,
+and no more than would last ``TRIP_WALL_SECONDS`` on the clock (at most ``service.jobs_per_trip``). So a
+prefetch job arriving behind a batch waits about ``TRIP_SECONDS`` on an unloaded machine, a loaded
+machine does not turn batching off (the CPU rule: the jobs' cost decides, not the machine's load), and
+jobs that wait on something else (an LLM's answer, a remote store: little CPU, long on the clock) are
+taken one at a time, left for the other workers.
+
+A stop (SIGTERM, ``--max-jobs``) between two jobs of a batch puts the held jobs back at the front of their
+queue, in order, started records undone, for the next worker; a worker killed outright leaves them
+started under its name, for the reaper.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from rq.executions import Execution
+from rq.job import Job, JobStatus
+from rq.queue import Queue
+from rq.registry import StartedJobRegistry
+from rq.worker import WorkerStatus
+
+from ferret.rq_layer.bookkeeping import lean_success
+
+logger = logging.getLogger(__name__)
+
+TRIP_SECONDS = 0.025  # how much of the worker's CPU the jobs of one trip may take, by the recent jobs' cost
+TRIP_WALL_SECONDS = 0.25  # and how long they may last on the clock
+FLUSH_SECONDS = 0.25  # success bookkeeping kept back no longer than this
+_SMOOTHING = 0.2  # weight of the latest job in the running mean of a job's seconds
+
+
+class JobsPerTrip:
+    """Mixin for the lean simple worker (put it before ``OneTripJobStart``)."""
+
+    ferret_jobs_per_trip = 1  # the most one trip may take (service.jobs_per_trip)
+    queue_class: Any
+    connection: Any
+    executions: dict[str, Execution]
+    _ferret_state_written: str | None
+    _stop_requested: bool
+    _ferret_job_seconds: tuple[float, float] | None = None  # running means of a job's CPU and clock seconds
+    _ferret_prestarted: dict[str, Execution] | None = None
+    _ferret_kept_back: Any = None  # a pipeline holding the success bookkeeping of finished jobs
+    _ferret_kept_since = 0.0
+
+    def _held(self) -> deque[tuple[Job, Queue]]:
+        held = getattr(self.queue_class, "held", None)
+        return held if held is not None else deque()
+
+    def _prestarted(self) -> dict[str, Execution]:
+        if self._ferret_prestarted is None:
+            self._ferret_prestarted = {}
+        return self._ferret_prestarted
+
+    def execute_job(self, job: Job, queue: Queue) -> Any:
+        began = time.process_time(), time.monotonic()
+        try:
+            return super().execute_job(job, queue)  # type: ignore[misc]
+        finally:
+            self._size_next_trip(time.process_time() - began[0], time.monotonic() - began[1])
+            if not self._held():  # the batch is over, however its last job ended
+                self.send_kept_back()
+
+    def check_for_suspension(self, burst: bool) -> None:
+        """Jobs taken with a batch are run first (like the job in hand); ``rq suspend`` then applies."""
+        if not self._held():
+            super().check_for_suspension(burst)  # type: ignore[misc]
+
+    def _size_next_trip(self, cpu: float, clock: float) -> None:
+        mean = self._ferret_job_seconds
+        mean = (cpu, clock) if mean is None else ((1 - _SMOOTHING) * mean[0] + _SMOOTHING * cpu,
+                                                  (1 - _SMOOTHING) * mean[1] + _SMOOTHING * clock)
+        self._ferret_job_seconds = mean
+        if getattr(self.queue_class, "held", None) is not None:
+            fits = min(TRIP_SECONDS / max(mean[0], 1e-6), TRIP_WALL_SECONDS / max(mean[1], 1e-6))
+            self.queue_class.take_up_to = max(1, min(self.ferret_jobs_per_trip, int(fits)))
+
+    def prepare_execution(self, job: Job) -> Execution:
+        """A held job's start went with its batch's first; the first starts every held one."""
+        execution = self._prestarted().pop(job.id, None)
+        if execution is not None:
+            return execution
+        held = [other for other, _ in self._held() if other.id not in self._prestarted()]
+        if not held:
+            return super().prepare_execution(job)  # type: ignore[misc, no-any-return]
+        with self.connection.pipeline() as pipeline:
+            ttl = max(self.get_heartbeat_ttl(other) for other in [job, *held])  # type: ignore[attr-defined]
+            execution = self.start_commands(job, ttl, pipeline)  # type: ignore[attr-defined]
+            for other in held:
+                self._prestarted()[other.id] = self.start_commands(other, ttl, pipeline)  # type: ignore[attr-defined]
+            self.set_state(WorkerStatus.BUSY, pipeline=pipeline)  # type: ignore[attr-defined]
+            self.heartbeat(ttl, pipeline=pipeline)  # type: ignore[attr-defined]
+            pipeline.execute()
+        return execution
+
+    def handle_job_success(self, job: Job, queue: Queue, started_job_registry: StartedJobRegistry,
+                           execution: Execution) -> None:
+        """Kept back while more jobs of the batch wait (see the module); sent with the last one's."""
+        if not lean_success(job, queue):
+            self.send_kept_back()
+            super().handle_job_success(job, queue, started_job_registry, execution)  # type: ignore[misc]
+            return
+        if self._ferret_kept_back is None:
+            self._ferret_kept_back = self.connection.pipeline()
+            self._ferret_kept_since = time.monotonic()
+        self.success_commands(job, execution, self._ferret_kept_back)  # type: ignore[attr-defined]
+        if self._held() and not self._stop_requested \
+                and time.monotonic() - self._ferret_kept_since < FLUSH_SECONDS:
+            # Still busy with the batch, in Redis's eyes too: RQ's "idle" after the job is not sent.
+            self._ferret_state_written = WorkerStatus.IDLE
+            return
+        self.send_kept_back(idle=True)
+        self.log.info("Successfully completed job %s in %ss on worker %s",  # type: ignore[attr-defined]
+                      job.id, job.ended_at - job.started_at, self.name)  # type: ignore[attr-defined, operator]
+
+    def send_kept_back(self, idle: bool = False) -> None:
+        """The success bookkeeping kept back, sent now (with "idle" when the batch is over)."""
+        pipeline, self._ferret_kept_back = self._ferret_kept_back, None
+        if pipeline is None:
+            return
+        with pipeline:
+            if idle:
+                self.idle_commands(pipeline)  # type: ignore[attr-defined]
+            pipeline.execute()
+        if idle:
+            self._ferret_state_written = WorkerStatus.IDLE
+
+    def put_back_held(self) -> None:
+        """The held jobs back at the front of their queues, in order, their starts undone."""
+        held = list(self._held())
+        self._held().clear()
+        if not held:
+            return
+        prestarted = self._prestarted()
+        with self.connection.pipeline() as pipeline:
+            for job, queue in reversed(held):
+                execution = prestarted.pop(job.id, None)
+                if execution is not None:
+                    execution.delete(job=job, pipeline=pipeline)
+                    self.executions.pop(execution.id, None)
+                    pipeline.hset(job.key, "status", JobStatus.QUEUED)
+                pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
+                pipeline.lpush(queue.key, job.id)
+            pipeline.execute()
+        logger.info("worker %s: %d job(s) taken with a batch and not run went back to their queue",
+                    self.name, len(held))  # type: ignore[attr-defined]
+
+    def teardown(self) -> None:
+        try:
+            self.send_kept_back(idle=True)
+            self.put_back_held()
+        except Exception as exc:  # Redis away: the reaper re-runs what was started under this worker
+            logger.warning("worker %s: could not put back the jobs taken with a batch (%s); the reaper will",
+                           self.name, exc)  # type: ignore[attr-defined]
+        super().teardown()  # type: ignore[misc]

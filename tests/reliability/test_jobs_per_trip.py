@@ -1,0 +1,91 @@
+"""Several jobs per round trip (``ferret.rq_layer.trip_batching``): a deep queue is taken and ended a batch
+at a time, every job still ends once, and a stop or a death in the middle of a batch loses no job."""
+
+from __future__ import annotations
+
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+from ferret.rq_layer.reaper import LOCK_KEY
+from ferret.rq_layer.runner import build_worker
+
+JOBS = 200
+
+
+def _requests(namespace: str, count: int, tag: str = "") -> list[dict]:
+    return [{"query": f"BTC thesis {tag}{i}", "namespace": namespace, "queue": "batch", "deadline_seconds": 600}
+            for i in range(count)]
+
+
+def _rq_keys_left(redis_client) -> list[str]:
+    """What RQ keeps of jobs and executions (a success leaves nothing: ``bookkeeping.forget_job``)."""
+    return sorted(key.decode() for pattern in ("rq:job:*", "rq:execution*", "rq:executions:*")
+                  for key in redis_client.scan_iter(pattern))
+
+
+def _transactions(redis_client) -> int:
+    return int(redis_client.info("commandstats").get("cmdstat_exec", {}).get("calls", 0))
+
+
+def test_a_deep_queue_is_served_several_jobs_a_trip_and_each_job_ends_once(producer, start_workers, redis_client,
+                                                                            sample_namespace):
+    """Against the same worker taking one job a trip (its start and its success: two transactions a job),
+    a deep queue costs fewer transactions than jobs; every job has its one ``ok`` result and RQ's records
+    are left as a one-a-trip worker leaves them."""
+    seen = {}
+    for per_trip in (1, 16):
+        handles = producer.enqueue_many(_requests(sample_namespace, JOBS, f"{per_trip}-"))
+        redis_client.config_resetstat()
+        worker, = start_workers(1, "batch", "--burst",
+                                extra_env={"FERRET_SERVICE__JOBS_PER_TRIP": str(per_trip)}, wait=False)
+        assert worker.wait(timeout=300) == 0
+        seen[per_trip] = _transactions(redis_client)
+        results = producer.results_of(handles)
+        assert [r.status for r in results] == ["ok"] * JOBS, per_trip  # type: ignore[union-attr]
+        queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+        assert queue.count == 0 and queue.started_job_registry.count == 0
+        assert redis_client.llen(queue.intermediate_queue_key) == 0
+        assert _rq_keys_left(redis_client) == [], per_trip
+    assert seen[1] >= 2 * JOBS, seen
+    assert seen[16] < JOBS, seen
+
+
+def test_a_stop_between_jobs_of_a_batch_puts_the_rest_back_in_order(producer, redis_client, settings,
+                                                                     sample_namespace):
+    """The loop stops (here ``--max-jobs``; a SIGTERM stops it at the same place) after two jobs of a batch
+    of six: the four held go back to the front of the queue, in their order, their starts undone; the next
+    worker serves them."""
+    handles = producer.enqueue_many(_requests(sample_namespace, 6))
+    ids = [h.job_id for h in handles]  # type: ignore[union-attr]
+    worker = build_worker(redis_client, settings, ["batch"])
+    worker.queue_class.take_up_to = 6  # the first trip takes all six (the worker sizes later trips itself)
+    worker.work(burst=True, max_jobs=2, with_scheduler=False)
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    assert queue.job_ids == ids[2:]
+    assert [queue.fetch_job(job_id).get_status() for job_id in ids[2:]] == ["queued"] * 4
+    assert queue.started_job_registry.count == 0 and redis_client.llen(queue.intermediate_queue_key) == 0
+    assert not list(redis_client.scan_iter("rq:execution*"))
+    assert [r is not None for r in producer.results_of(handles)] == [True, True, False, False, False, False]
+    build_worker(redis_client, settings, ["batch"]).work(burst=True, with_scheduler=False)
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 6  # type: ignore[union-attr]
+    assert _rq_keys_left(redis_client) == []
+
+
+def test_a_worker_lost_in_the_middle_of_a_batch_loses_no_job(producer, redis_client, settings, sample_namespace):
+    """A worker takes four jobs in one trip, starts them, and dies before running any (its key gone, as
+    when it is killed and its TTL passes): every taken job is in the started registry under its name, so
+    the next worker's reaper runs them all again, and each ends once, ``ok``."""
+    handles = producer.enqueue_many(_requests(sample_namespace, 4))
+    lost = build_worker(redis_client, settings, ["batch"])
+    lost.queue_class.take_up_to = 4
+    lost.register_birth()
+    job, _ = lost.dequeue_job_and_maintain_ttl(None)
+    lost.prepare_execution(job)
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    assert queue.count == 0 and queue.started_job_registry.count == 4
+    redis_client.delete(lost.key, LOCK_KEY)  # its key expired; the reaper's lock (its own pass's) too
+    survivor = build_worker(redis_client, settings, ["batch"])
+    survivor.work(burst=True, with_scheduler=False)
+    results = producer.results_of(handles)
+    assert [r.status for r in results] == ["ok"] * 4  # type: ignore[union-attr]
+    assert queue.started_job_registry.count == 0
