@@ -103,24 +103,25 @@ class ResultStore:
         self._write_once = client.register_script(_WRITE_ONCE)
 
     def write(self, result: RetrievalResult, trace: dict[str, Any] | None,
-              cache: tuple[str, bytes, int] | None = None) -> WriteOutcome:
+              cache: tuple[str, bytes, int] | None = None, body: bytes | None = None) -> WriteOutcome:
         """Store a final result (and trace, and a cache entry), in one call;
-        nothing is written when a result is already there or the trace id is taken."""
+        nothing is written when a result is already there or the trace id is taken.
+        ``body``: the result's JSON when the caller has it (it is not dumped again)."""
         trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
         cache_key, cache_value, cache_ttl = cache or (keys.trace("none"), b"", 1)
         result_ttl, trace_ttl = self.by_queue.get(result.queue, (self.result_ttl, self.trace_ttl))
         written = self._write_once(
             keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key, keys.cache_index()],
-            args=[self.stored_form(result), pack(to_json(trace)) if trace else b"",
+            args=[self.stored_form(result, body), pack(to_json(trace)) if trace else b"",
                   result_ttl, trace_ttl, cache_value, cache_ttl, self.clock.time(), self.cache_max_entries],
         )
         if self.replicas is not None:
             self.replicas(f"the result of job {result.job_id}")
         return WriteOutcome(int(written))
 
-    def stored_form(self, result: RetrievalResult) -> bytes:
+    def stored_form(self, result: RetrievalResult, body: bytes | None = None) -> bytes:
         """The bytes ``write`` stores for a result (``stored_result``)."""
-        return stored_result(result, self.signing_key)
+        return stored_result(result, self.signing_key, body)
 
     def read(self, job_id: str) -> RetrievalResult | None:
         """The result stored for ``job_id`` (``read_result``)."""
@@ -159,9 +160,9 @@ class ResultStore:
         return parse_trace(cast(bytes | None, raw))
 
 
-def stored_result(result: RetrievalResult, signing_key: bytes | None) -> bytes:
-    """The bytes stored for a result: signed when a key is set, packed."""
-    body = result.model_dump_json().encode()
+def stored_result(result: RetrievalResult, signing_key: bytes | None, body: bytes | None = None) -> bytes:
+    """The bytes stored for a result: signed when a key is set, packed (``body``: its JSON, if dumped)."""
+    body = result.model_dump_json().encode() if body is None else body
     return pack(sign_result(signing_key, body) if signing_key is not None else body)
 
 

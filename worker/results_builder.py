@@ -34,14 +34,16 @@ def result_items(hits: Sequence[Hit], sub_queries: Sequence[str],
     return items
 
 
-def fit_result(result: RetrievalResult, max_bytes: int) -> RetrievalResult:
+def fit_result(result: RetrievalResult, max_bytes: int) -> tuple[RetrievalResult, bytes]:
     """Trim a result until its JSON fits ``max_bytes``: first the context, then
-    results from the tail. Marks ``stats.truncated``. Untouched when it fits."""
-    if len(result.model_dump_json()) <= max_bytes:
-        return result
+    results from the tail. Marks ``stats.truncated``. Untouched when it fits.
+    Returned with its JSON, which is what the result store writes (dumped once)."""
+    body = result.model_dump_json().encode()
+    if len(body) <= max_bytes:
+        return result, body
     trimmed = result.model_copy(update={"stats": result.stats.with_(truncated=True)})
-    while len(trimmed.model_dump_json()) > max_bytes and trimmed.context:
+    while len(body := trimmed.model_dump_json().encode()) > max_bytes and trimmed.context:
         trimmed = trimmed.model_copy(update={"context": trimmed.context[: len(trimmed.context) // 2]})
-    while len(trimmed.model_dump_json()) > max_bytes and trimmed.results:
+    while len(body := trimmed.model_dump_json().encode()) > max_bytes and trimmed.results:
         trimmed = trimmed.model_copy(update={"results": trimmed.results[:-1]})
-    return trimmed
+    return trimmed, body

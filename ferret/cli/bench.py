@@ -210,6 +210,25 @@ def overhead(jobs: int, rounds: int, memories: int, workers: int) -> None:
     click.echo(json.dumps(report))
 
 
+@bench.command(name="queue-peers")
+@click.option("--jobs", default=1_000, show_default=True, type=click.IntRange(10), help="Jobs per round and system.")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1), help="Rounds (the order rotates).")
+@click.option("--memories", default=10_000, show_default=True, type=click.IntRange(1),
+              help="Memories in the namespace.")
+def queue_peers(jobs: int, rounds: int, memories: int) -> None:
+    """Ferret's worker against arq and raw RQ running the same retrieval: worker CPU per job, jobs/s."""
+    from ferret.bench.queue_peers import run
+
+    report = run(jobs, rounds, memories)
+    for name, row in report["systems"].items():
+        over = report.get("worker_cpu_over_arq", {}).get(name)
+        click.echo(f"{name}: worker {row['worker_cpu_ms']} ms of CPU a job, redis {row['redis_cpu_ms']} ms, "
+                   f"{row['jobs_per_s']} jobs/s" + (f"; worker CPU {over}x arq's" if over is not None else ""))
+    if "worker_cpu_over_arq" not in report:
+        click.echo(f"arq: {report['arq']}")
+    click.echo(json.dumps(report))
+
+
 @bench.command()
 @click.option("--jobs", default=60_000, show_default=True, type=click.IntRange(1), help="Prefetch jobs to send.")
 @click.option("--hogs", default=2 * (os.cpu_count() or 1), show_default="two per core", type=click.IntRange(0),

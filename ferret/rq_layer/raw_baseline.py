@@ -1,5 +1,6 @@
-"""Plain RQ, for the service benchmark to compare Ferret against: a no-op job
-on a queue of its own, served by RQ's stock ``SimpleWorker``."""
+"""Plain RQ, for the benchmarks to compare Ferret against, served by RQ's stock ``SimpleWorker``: a no-op job
+on a queue of its own (``ferret bench service``), and Ferret's retrieval as a plain task on another
+(``ferret bench queue-peers``)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,36 @@ from rq.serializers import JSONSerializer
 
 NOOP = "ferret.bench.noop.noop"
 QUEUE = "raw"
+WORK_QUEUE = "raw-work"
+WORK_FUNCTION = "ferret.bench.peer_work.retrieve"
 _WORKER = ("import sys, redis; from rq import SimpleWorker, Queue; from rq.serializers import JSONSerializer;"
-           "c = redis.Redis.from_url(sys.argv[1]); SimpleWorker([Queue('raw', connection=c, "
+           "c = redis.Redis.from_url(sys.argv[1]); SimpleWorker([Queue(sys.argv[3], connection=c, "
            "serializer=JSONSerializer)], connection=c, serializer=JSONSerializer)"
            ".work(burst=sys.argv[2] == '1', logging_level='WARNING')")
 
 
-def worker_command(url: str, burst: bool) -> list[str]:
-    """The command line of a stock RQ worker serving the raw queue."""
-    return [sys.executable, "-c", _WORKER, url, "1" if burst else "0"]
+def worker_command(url: str, burst: bool, queue: str = QUEUE) -> list[str]:
+    """The command line of a stock RQ worker serving ``queue`` (the raw queue)."""
+    return [sys.executable, "-c", _WORKER, url, "1" if burst else "0", queue]
+
+
+class RawWork:
+    """Ferret's retrieval as a plain RQ task (``WORK_FUNCTION``), on a queue of its own."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self.queue = Queue(WORK_QUEUE, connection=client, serializer=JSONSerializer)
+
+    def enqueue(self, queries: list[str]) -> list[str]:
+        jobs = self.queue.enqueue_many([Queue.prepare_data(WORK_FUNCTION, args=(query,), result_ttl=600)
+                                        for query in queries])
+        return [job.id for job in jobs]
+
+    def finished(self, job_ids: list[str]) -> bool:
+        with self.client.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.hget(Job.key_for(job_id), "status")
+            return all(status == b"finished" for status in pipe.execute())
 
 
 class RawQueue:

@@ -153,16 +153,17 @@ def trace_sampled(trace_id: str, rate: float) -> bool:
 
 
 def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: SpanCollector,
-                     cache: tuple[str, bytes, int] | None) -> tuple[RetrievalResult, dict[str, Any]]:
-    """Write the result and its trace. A trace id is one job's: when the
-    payload named one another job's trace already holds, the trace (and the
-    result's pointer to it) move to a fresh id instead of overwriting it."""
+                     cache: tuple[str, bytes, int] | None,
+                     body: bytes | None = None) -> tuple[RetrievalResult, dict[str, Any]]:
+    """Write the result and its trace (``body``: the result's JSON, when it is at hand). A trace id is one
+    job's: when the payload named one another job's trace already holds, the trace (and the result's
+    pointer to it) move to a fresh id instead of overwriting it."""
     rate = ctx.settings.tracing.redis_sample_rate
     for _ in range(3):
         trace = {"trace_id": tracer.trace_id, "job_id": result.job_id,
                  "spans": [s.to_dict() for s in tracer.spans], "dropped_spans": tracer.dropped}
         kept = trace if result.status != "ok" or trace_sampled(tracer.trace_id, rate) else None
-        outcome = ctx.results.write(result, kept, cache)
+        outcome = ctx.results.write(result, kept, cache, body)
         if outcome is WriteOutcome.ALREADY_FINAL:
             logger.warning("job=%s finished %s here, but another run of it had stored its result first (this "
                            "worker was taken for lost and the job re-run): this result is dropped",
@@ -174,7 +175,7 @@ def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: Span
         tracer.trace_id = new_trace_id()
         for span in tracer.spans:
             span.trace_id = tracer.trace_id
-        result = result.model_copy(update={"trace_id": tracer.trace_id})
+        result, body = result.model_copy(update={"trace_id": tracer.trace_id}), None
     raise FerretError(f"job={result.job_id}: no free trace id after 3 tries")
 
 

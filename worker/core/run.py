@@ -189,10 +189,10 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
         with tracer.span("result_write"):
             result = build_result(ctx, stamps_of(env, job_id), request, outcome.status, started_at, tracer.trace_id,
                              **fields)
-            result = fit_result(result, ctx.settings.limits.max_result_bytes)
+            result, body = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
     try:
-        result, trace = write_with_trace(ctx, result, tracer, outcome.cache)
+        result, trace = write_with_trace(ctx, result, tracer, outcome.cache, body)
     except ResultDropped as dropped:  # a late run: the job's one result is another run's
         return JobReport(dropped.result, request, None, dropped=True)
     took = (ctx.now() - started_at) * 1000

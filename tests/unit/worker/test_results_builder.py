@@ -12,12 +12,13 @@ def _result(n: int) -> RetrievalResult:
 
 def test_small_results_are_untouched():
     result = _result(2)
-    assert fit_result(result, 1_000_000) is result
+    fitted, body = fit_result(result, 1_000_000)
+    assert fitted is result and body == result.model_dump_json().encode()
 
 
 def test_large_results_are_trimmed_to_the_limit_and_marked():
     result = _result(40)
-    fitted = fit_result(result, 10_000)
-    assert len(fitted.model_dump_json()) <= 10_000
+    fitted, body = fit_result(result, 10_000)
+    assert body == fitted.model_dump_json().encode() and len(body) <= 10_000
     assert fitted.stats.truncated is True and 0 < len(fitted.results) < 40
     assert [r.id for r in fitted.results] == [r.id for r in result.results[: len(fitted.results)]]
