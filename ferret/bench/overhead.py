@@ -16,7 +16,7 @@ Rounds alternate the three; the medians of the rounds are printed, with the
 service's total over the in-process figure (issue target for the batch: at
 most 2x).
 
-    ferret bench overhead [--jobs 2000] [--rounds 3] [--memories 10000] [--workers 2]
+    ferret bench overhead [--jobs 2000] [--rounds 3] [--memories 10000] [--workers 2] [--jobs-per-trip 16]
 """
 
 from __future__ import annotations
@@ -49,9 +49,10 @@ def _own_cpu() -> float:
 
 
 class _Service:
-    def __init__(self, url: str, server_pid: int, workers: int) -> None:
+    def __init__(self, url: str, server_pid: int, workers: int, jobs_per_trip: int | None = None) -> None:
         self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
-                    "FERRET_REDIS__URL": url, **NO_CACHE}
+                    "FERRET_REDIS__URL": url, **NO_CACHE,
+                    **({"FERRET_SERVICE__JOBS_PER_TRIP": str(jobs_per_trip)} if jobs_per_trip else {})}
         self.client = redis.Redis.from_url(url)
         self.server_pid = server_pid
         self.workers = start_workers(self.env, workers, "simple", self.client)
@@ -69,7 +70,7 @@ class _Service:
         return per_job
 
 
-def run(jobs: int, rounds: int, memories: int, workers: int) -> dict[str, Any]:
+def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int | None = None) -> dict[str, Any]:
     corpus = Corpus()
     with tempfile.TemporaryDirectory(prefix="ferret-overhead-") as home:
         server = private_redis(Path(home))
@@ -78,7 +79,7 @@ def run(jobs: int, rounds: int, memories: int, workers: int) -> dict[str, Any]:
         MemoryStore(client, NAMESPACE).upsert(list(corpus.memories(memories)))
         settings = load_settings(environ={"FERRET_REDIS__URL": server.url, **NO_CACHE})
         resources = build_resources(settings, client, Path(home) / "indexes")
-        service = _Service(server.url, server.process.pid, workers)
+        service = _Service(server.url, server.process.pid, workers, jobs_per_trip)
         try:
             for handle in [service.producer.enqueue({"query": corpus.query(), "namespace": NAMESPACE,
                                                      "deadline_seconds": 600}) for _ in range(40)]:
@@ -111,6 +112,7 @@ def run(jobs: int, rounds: int, memories: int, workers: int) -> dict[str, Any]:
     medians = {kind: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
                for kind, runs in rows.items()}
     base = medians["in_process"]["total"]
-    return {"jobs": jobs, "rounds": rounds, "memories": memories, "workers": workers, "cpu_ms_per_job": medians,
+    return {"jobs": jobs, "rounds": rounds, "memories": memories, "workers": workers,
+            "jobs_per_trip": jobs_per_trip or "the setting's", "cpu_ms_per_job": medians,
             "batch_over_in_process": round(medians["batch"]["total"] / base, 2),
             "fast_path_over_in_process": round(medians["fast_path"]["total"] / base, 2)}

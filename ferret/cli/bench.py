@@ -196,11 +196,13 @@ def breaker(jobs: int) -> None:
 @click.option("--memories", default=10_000, show_default=True, type=click.IntRange(1),
               help="Memories in the namespace.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="Simple workers.")
-def overhead(jobs: int, rounds: int, memories: int, workers: int) -> None:
+@click.option("--jobs-per-trip", type=click.IntRange(1, 256), default=None,
+              help="The workers' service.jobs_per_trip (default: the setting's); 1 takes one job a trip.")
+def overhead(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int | None) -> None:
     """CPU per job of the service (workers + producer + Redis) against the in-process pipeline's."""
     from ferret.bench.overhead import run
 
-    report = run(jobs, rounds, memories, workers)
+    report = run(jobs, rounds, memories, workers, jobs_per_trip)
     cpu = report["cpu_ms_per_job"]
     click.echo(f"in-process pipeline: {cpu['in_process']['total']} ms of CPU a query")
     for kind in ("batch", "fast_path"):
