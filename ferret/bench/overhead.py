@@ -35,6 +35,7 @@ from ferret.bench.common import cpu_seconds, private_redis, start_workers, stop_
 from ferret.bench.scale import Corpus
 from ferret.producer.batch import run_batch
 from ferret.producer.client import Producer
+from ferret.redis_plumbing.embedded_redis import EmbeddedRedis
 from ferret.settings import load_settings
 from ferret.worker.backends.local import MemoryStore
 from ferret.worker.core.resources import build_resources
@@ -70,13 +71,20 @@ class _Service:
         return per_job
 
 
+def corpus_server(home: Path, corpus: Corpus, memories: int) -> tuple[EmbeddedRedis, redis.Redis]:
+    """A private redis-server in ``home`` whose namespace ``NAMESPACE`` holds ``memories`` of ``corpus``."""
+    server = private_redis(home)
+    assert server.process is not None
+    client = redis.Redis.from_url(server.url)
+    MemoryStore(client, NAMESPACE).upsert(list(corpus.memories(memories)))
+    return server, client
+
+
 def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int | None = None) -> dict[str, Any]:
     corpus = Corpus()
     with tempfile.TemporaryDirectory(prefix="ferret-overhead-") as home:
-        server = private_redis(Path(home))
+        server, client = corpus_server(Path(home), corpus, memories)
         assert server.process is not None
-        client = redis.Redis.from_url(server.url)
-        MemoryStore(client, NAMESPACE).upsert(list(corpus.memories(memories)))
         settings = load_settings(environ={"FERRET_REDIS__URL": server.url, **NO_CACHE})
         resources = build_resources(settings, client, Path(home) / "indexes")
         service = _Service(server.url, server.process.pid, workers, jobs_per_trip)

@@ -34,8 +34,8 @@ from typing import Any
 
 import redis
 
-from ferret.bench.common import cpu_seconds, private_redis, start_workers, stop_processes
-from ferret.bench.overhead import NAMESPACE, NO_CACHE
+from ferret.bench.common import cpu_seconds, start_workers, stop_processes
+from ferret.bench.overhead import NAMESPACE, NO_CACHE, corpus_server
 from ferret.bench.peer_work import ARQ_WORKER, NAMESPACE_VARIABLE
 from ferret.bench.scale import Corpus
 from ferret.producer.client import Producer
@@ -122,10 +122,8 @@ def _arq(env: dict[str, str], url: str) -> _System:
 def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     corpus = Corpus()
     with tempfile.TemporaryDirectory(prefix="ferret-queue-peers-") as home:
-        server = private_redis(Path(home))
+        server, client = corpus_server(Path(home), corpus, memories)
         assert server.process is not None
-        client = redis.Redis.from_url(server.url)
-        MemoryStore(client, NAMESPACE).upsert(list(corpus.memories(memories)))
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
                "FERRET_REDIS__URL": server.url, NAMESPACE_VARIABLE: NAMESPACE, **NO_CACHE}
         systems: list[_System] = []
