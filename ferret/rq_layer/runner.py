@@ -52,10 +52,11 @@ def _refused(context: WorkerResources, metrics: FerretMetrics, refusal: Refusal)
     metrics.refused.labels(refusal.reason).inc()
     if refusal.job_id is None:
         return
+    # The log first: whoever sees the job failed can read why.
+    record_refusal(context, refusal.job_id, refusal.queue, refusal.reason, refusal.message)
     if refusal.job is not None:
         queue = Queue(refusal.queue, connection=context.client, serializer=JSONSerializer)
         mark_failed(refusal.job, queue, f"refused by Ferret: {refusal.message}")
-    record_refusal(context, refusal.job_id, refusal.queue, refusal.reason, refusal.message)
 
 
 def stop_reason(worker: Any, burst: bool, max_jobs: int | None, max_idle_time: int | None) -> str:

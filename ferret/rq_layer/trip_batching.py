@@ -12,8 +12,12 @@ together:
   queue's started registry with an execution record of this worker from then on, so the reaper sees
   every one of them (a worker lost mid-batch loses none: the reaper re-runs or ends them, as any job of a
   dead worker), and the job pulse renews all of them while the worker runs any.
-- **run**: each job runs as before, one after the other: its deadline is checked when it starts, its hard
-  time limit is its own, its result is written (and its waiters woken) as soon as it is done.
+- **run**: each job runs as before, one after the other, earliest deadline first (ties in queue order):
+  its deadline is checked when it starts, its hard time limit is its own, its result is written (and its
+  waiters woken) as soon as it is done. The order matters to the reaper, which ends a job of a live worker
+  still unfinished a second past its deadline + grace as overrun: in deadline order, a job behind another
+  starts by the other's hard limit (its deadline + grace), so no held job is ever taken for an overrun
+  one; a job already past its deadline runs first and ends ``expired`` at once.
 - **end**: RQ's success bookkeeping of each job is kept back and sent with the last job's (one
   transaction), or sooner when ``FLUSH_SECONDS`` have passed since the first was kept back.
 
@@ -34,7 +38,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 from rq.executions import Execution
 from rq.job import Job, JobStatus
@@ -42,6 +46,7 @@ from rq.queue import Queue
 from rq.registry import StartedJobRegistry
 from rq.worker import WorkerStatus
 
+from ferret.envelope import deadline_of
 from ferret.rq_layer.bookkeeping import lean_success
 
 logger = logging.getLogger(__name__)
@@ -50,6 +55,12 @@ TRIP_SECONDS = 0.025  # how much of the worker's CPU the jobs of one trip may ta
 TRIP_WALL_SECONDS = 0.25  # and how long they may last on the clock
 FLUSH_SECONDS = 0.25  # success bookkeeping kept back no longer than this
 _SMOOTHING = 0.2  # weight of the latest job in the running mean of a job's seconds
+
+
+def _deadline(job: Job) -> float:
+    """A taken job's deadline (its payload was checked at intake; one without a valid one goes last)."""
+    deadline = deadline_of(job.args[0]) if job.args else None
+    return deadline if deadline is not None else float("inf")
 
 
 class JobsPerTrip:
@@ -97,6 +108,18 @@ class JobsPerTrip:
         if getattr(self.queue_class, "held", None) is not None:
             fits = min(TRIP_SECONDS / max(mean[0], 1e-6), TRIP_WALL_SECONDS / max(mean[1], 1e-6))
             self.queue_class.take_up_to = max(1, min(self.ferret_jobs_per_trip, int(fits)))
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None,
+                                     max_idle_time: int | None = None) -> tuple[Job, Queue] | None:
+        """The next job; a fresh trip's jobs in deadline order (see the module)."""
+        taken = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)  # type: ignore[misc]
+        held = self._held()
+        if taken is None or not held or taken[0].id in self._prestarted():
+            return cast(tuple[Job, Queue] | None, taken)
+        trip = sorted([taken, *held], key=lambda pair: _deadline(pair[0]))
+        held.clear()
+        held.extend(trip[1:])
+        return cast(tuple[Job, Queue], trip[0])
 
     def prepare_execution(self, job: Job) -> Execution:
         """A held job's start went with its batch's first; the first starts every held one."""

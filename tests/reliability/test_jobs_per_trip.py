@@ -89,3 +89,20 @@ def test_a_worker_lost_in_the_middle_of_a_batch_loses_no_job(producer, redis_cli
     results = producer.results_of(handles)
     assert [r.status for r in results] == ["ok"] * 4  # type: ignore[union-attr]
     assert queue.started_job_registry.count == 0
+
+
+def test_a_trip_runs_its_jobs_earliest_deadline_first(producer, redis_client, settings, sample_namespace):
+    """A job already past its deadline runs first and ends ``expired`` at once; the others in deadline order
+    (ties in queue order). So a held job never waits behind one with a later deadline, and the reaper
+    (which ends a live worker's job a second past its deadline + grace as overrun) never takes a held job
+    for an overrun one."""
+    deadlines = [600, 60, 0.000001, 600, 30]
+    handles = producer.enqueue_many([{**request, "deadline_seconds": seconds} for request, seconds
+                                     in zip(_requests(sample_namespace, len(deadlines)), deadlines, strict=True)])
+    worker = build_worker(redis_client, settings, ["batch"])
+    worker.queue_class.take_up_to = len(deadlines)
+    worker.work(burst=True, with_scheduler=False)
+    results = producer.results_of(handles)
+    assert [r.status for r in results] == ["ok", "ok", "expired", "ok", "ok"]  # type: ignore[union-attr]
+    started = [r.timestamps.started_at for r in results]  # type: ignore[union-attr]
+    assert sorted(range(len(deadlines)), key=lambda i: started[i]) == [2, 4, 1, 0, 3]
