@@ -15,9 +15,10 @@ together:
 - **run**: each job runs as before, one after the other, earliest deadline first (ties in queue order):
   its deadline is checked when it starts, its hard time limit is its own, its result is written (and its
   waiters woken) as soon as it is done. The order matters to the reaper, which ends a job of a live worker
-  still unfinished a second past its deadline + grace as overrun: in deadline order, a job behind another
-  starts by the other's hard limit (its deadline + grace), so no held job is ever taken for an overrun
-  one; a job already past its deadline runs first and ends ``expired`` at once.
+  still unfinished a second past its deadline + grace as overrun: a job's pipeline stops at its deadline
+  (its budget), so in deadline order a job behind another starts by the other's deadline, its own at the
+  latest, and is not taken for an overrun one (unless a stage hangs past its budget, when the job ahead
+  is itself overrun); a job already past its deadline runs first and ends ``expired`` at once.
 - **end**: RQ's success bookkeeping of each job is kept back and sent with the last job's (one
   transaction), or sooner when ``FLUSH_SECONDS`` have passed since the first was kept back.
 
