@@ -3,7 +3,8 @@ worker with: the same settings, backend and pipeline a Ferret worker runs, behin
 job handling instead of Ferret's (no envelope, no result document, no trace, no result write). Raw RQ
 runs ``retrieve`` (``ferret.rq_layer.raw_baseline.RawWork``); arq runs ``arq_retrieve``.
 
-arq is a dependency of this benchmark only (``pip install arq``); nothing else imports it."""
+arq is a dependency of this benchmark only (``pip install --no-deps arq``: arq 0.28 declares redis-py below 6
+and pip would replace Ferret's; it runs on Ferret's redis-py); nothing else imports it."""
 
 from __future__ import annotations
 

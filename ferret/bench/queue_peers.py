@@ -156,7 +156,7 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     medians = {name: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
                for name, runs in rows.items()}
     report: dict[str, Any] = {"jobs": jobs, "rounds": rounds, "memories": memories, "systems": medians,
-                              "arq": "installed" if arq_installed() else "not installed (pip install arq)"}
+                              "arq": "installed" if arq_installed() else "not installed (pip install --no-deps arq)"}
     if "arq" in medians:
         arq_cpu = medians["arq"]["worker_cpu_ms"]
         report["worker_cpu_over_arq"] = {name: round(row["worker_cpu_ms"] / arq_cpu, 2)
