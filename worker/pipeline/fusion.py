@@ -26,7 +26,7 @@ found ranks higher.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ferret.records import Hit
@@ -120,38 +120,47 @@ def fuse(results: Mapping[str, Sequence[Hit]], plan: WeightPlan, settings: Fusio
     if settings.method == "rrf":
         return _reciprocal_rank(results, weights, shifts, confidence, settings.rrf_k, mode)
     top = max((weights[name] for name in results), default=0.0) or 1.0
-    scores: dict[str, float] = {}
-    first: dict[str, Hit] = {}
-    contributed: dict[str, int] = {}
-    for name in RETRIEVERS:
-        hits = results.get(name, ())
-        taken = list(hits[: cap(len(hits), weights[name])])
-        contributed[name] = len(taken)
-        for hit in taken:
-            scores[hit.id] = scores.get(hit.id, 0.0) + weights[name] / top * hit.score
-            first.setdefault(hit.id, hit)
+    scores, first, contributed = _summed(
+        results, lambda name, hits: [(hit, weights[name] / top * hit.score)
+                                     for hit in hits[: cap(len(hits), weights[name])]])
     fused = [first[i] if first[i].score == scores[i] else
              replace(first[i], score=min(1.0, scores[i]), original_score=min(1.0, scores[i])) for i in scores]
-    fused.sort(key=lambda h: (-h.score, h.id))
-    return Fused(fused, weights, shifts, {k: round(v, 4) for k, v in confidence.items()}, contributed, mode)
+    return _ranked(fused, weights, shifts, confidence, contributed, mode)
 
 
 def _reciprocal_rank(results: Mapping[str, Sequence[Hit]], weights: dict[str, float], shifts: dict[str, float],
                      confidence: dict[str, float], k: int, mode: str) -> Fused:
     """Reciprocal-rank fusion: a memory scores the sum over retrievers of ``weight / (k + its rank there)``
     (every hit of every retriever weighted above zero), rescaled so the first keeps the best top score."""
-    scores: dict[str, float] = {}
-    first: dict[str, Hit] = {}
-    contributed: dict[str, int] = {}
-    for name in RETRIEVERS:
-        hits = results.get(name, ()) if weights.get(name, 0.0) > 0 else ()
-        contributed[name] = len(hits)
-        for rank, hit in enumerate(hits, 1):
-            scores[hit.id] = scores.get(hit.id, 0.0) + weights[name] / (k + rank)
-            first.setdefault(hit.id, hit)
+    scores, first, contributed = _summed(
+        results, lambda name, hits: [(hit, weights[name] / (k + rank)) for rank, hit in enumerate(hits, 1)]
+        if weights.get(name, 0.0) > 0 else [])
     best = max(scores.values(), default=0.0)
     scale = min(1.0, max((confidence[name] for name in results if weights.get(name, 0.0) > 0), default=0.0))
     fused = [replace(first[i], score=scores[i] / best * scale, original_score=scores[i] / best * scale)
              for i in scores] if best > 0 else []
+    return _ranked(fused, weights, shifts, confidence, contributed, mode)
+
+
+def _summed(results: Mapping[str, Sequence[Hit]],
+            points: Callable[[str, Sequence[Hit]], list[tuple[Hit, float]]]) -> tuple[
+        dict[str, float], dict[str, Hit], dict[str, int]]:
+    """Each memory's points summed over the retrievers (``points``: the hits a retriever contributes and
+    what each is worth), its first hit, and how many hits each retriever contributed."""
+    scores: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    contributed: dict[str, int] = {}
+    for name in RETRIEVERS:
+        scored = points(name, results.get(name, ()))
+        contributed[name] = len(scored)
+        for hit, value in scored:
+            scores[hit.id] = scores.get(hit.id, 0.0) + value
+            first.setdefault(hit.id, hit)
+    return scores, first, contributed
+
+
+def _ranked(fused: list[Hit], weights: dict[str, float], shifts: dict[str, float], confidence: dict[str, float],
+            contributed: dict[str, int], mode: str) -> Fused:
     fused.sort(key=lambda h: (-h.score, h.id))
-    return Fused(fused, weights, shifts, {n: round(v, 4) for n, v in confidence.items()}, contributed, mode)
+    return Fused(fused, weights, shifts, {name: round(value, 4) for name, value in confidence.items()},
+                 contributed, mode)
