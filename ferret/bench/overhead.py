@@ -71,13 +71,17 @@ class _Service:
         return per_job
 
 
+def load_corpus(client: redis.Redis, corpus: Corpus, memories: int) -> redis.Redis:
+    """``client``, its namespace ``NAMESPACE`` holding ``memories`` of ``corpus``."""
+    MemoryStore(client, NAMESPACE).upsert(list(corpus.memories(memories)))
+    return client
+
+
 def corpus_server(home: Path, corpus: Corpus, memories: int) -> tuple[EmbeddedRedis, redis.Redis]:
     """A private redis-server in ``home`` whose namespace ``NAMESPACE`` holds ``memories`` of ``corpus``."""
     server = private_redis(home)
     assert server.process is not None
-    client = redis.Redis.from_url(server.url)
-    MemoryStore(client, NAMESPACE).upsert(list(corpus.memories(memories)))
-    return server, client
+    return server, load_corpus(redis.Redis.from_url(server.url), corpus, memories)
 
 
 def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int | None = None) -> dict[str, Any]:

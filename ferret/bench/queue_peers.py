@@ -35,13 +35,12 @@ from typing import Any
 import redis
 
 from ferret.bench.common import cpu_seconds, start_workers, stop_processes
-from ferret.bench.overhead import NAMESPACE, NO_CACHE, corpus_server
+from ferret.bench.overhead import NAMESPACE, NO_CACHE, corpus_server, load_corpus
 from ferret.bench.peer_work import ARQ_WORKER, NAMESPACE_VARIABLE
 from ferret.bench.scale import Corpus
 from ferret.producer.client import Producer
 from ferret.rq_layer.raw_baseline import WORK_QUEUE, RawWork, worker_command
 from ferret.settings import load_settings
-from ferret.worker.backends.local import MemoryStore
 
 POLL_SECONDS = 0.02
 WAIT_SECONDS = 600
@@ -59,8 +58,8 @@ class _System:
     """One queue engine: its worker process, how to enqueue a round's queries, and when they are done."""
 
     def __init__(self, name: str, worker: subprocess.Popen[bytes], enqueue: Callable[[list[str]], Any],
-                 done: Callable[[Any], bool]) -> None:
-        self.name, self.worker, self.enqueue, self.done = name, worker, enqueue, done
+                 done: Callable[[Any], bool], close: Callable[[], object] = lambda: None) -> None:
+        self.name, self.worker, self.enqueue, self.done, self.close = name, worker, enqueue, done, close
 
     def run(self, queries: list[str], server_pid: int) -> dict[str, float]:
         cpu, server, began = cpu_seconds(self.worker.pid), cpu_seconds(server_pid), time.monotonic()
@@ -96,13 +95,12 @@ def _raw_rq(env: dict[str, str], client: redis.Redis) -> _System:
     return _System("raw RQ", worker, work.enqueue, work.finished)
 
 
-def _arq(env: dict[str, str], url: str) -> _System:
+def _arq(env: dict[str, str], client: redis.Redis) -> _System:
     from arq.connections import RedisSettings, create_pool
 
     worker = subprocess.Popen([sys.executable, "-c", ARQ_WORKER], env=env)
     loop = asyncio.new_event_loop()
-    pool = loop.run_until_complete(create_pool(RedisSettings.from_dsn(url)))
-    client = redis.Redis.from_url(url)
+    pool = loop.run_until_complete(create_pool(RedisSettings.from_dsn(env["FERRET_REDIS__URL"])))
 
     def enqueue(queries: list[str]) -> list[str]:
         async def all_of() -> list[str]:
@@ -114,9 +112,7 @@ def _arq(env: dict[str, str], url: str) -> _System:
     def done(job_ids: list[str]) -> bool:
         return int(client.exists(*(f"arq:result:{job_id}" for job_id in job_ids))) == len(job_ids)
 
-    system = _System("arq", worker, enqueue, done)
-    system.close = lambda: (loop.run_until_complete(pool.aclose()), loop.close())  # type: ignore[attr-defined]
-    return system
+    return _System("arq", worker, enqueue, done, lambda: (loop.run_until_complete(pool.aclose()), loop.close()))
 
 
 def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
@@ -132,12 +128,11 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
             # the A/B: one worker per system at a time holds the queue, so this one gets its own Redis database
             one_env = {**env, "FERRET_REDIS__URL": _other_database(server.url),
                        "FERRET_SERVICE__JOBS_PER_TRIP": "1"}
-            one_client = redis.Redis.from_url(one_env["FERRET_REDIS__URL"])
-            MemoryStore(one_client, NAMESPACE).upsert(list(Corpus().memories(memories)))
+            one_client = load_corpus(redis.Redis.from_url(one_env["FERRET_REDIS__URL"]), Corpus(), memories)
             systems.append(_ferret("ferret, one job a trip", one_env, one_client))
             systems.append(_raw_rq(env, client))
             if arq_installed():
-                systems.append(_arq(env, server.url))
+                systems.append(_arq(env, client))
             for system in systems:  # warm: every worker's index built and its code loaded
                 system.run([corpus.query() for _ in range(40)], server.process.pid)
             rows: dict[str, list[dict[str, float]]] = {system.name: [] for system in systems}
@@ -148,9 +143,7 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
                     rows[system.name].append(system.run(queries, server.process.pid))
         finally:
             for system in systems:
-                close = getattr(system, "close", None)
-                if close is not None:
-                    close()
+                system.close()
             stop_processes([system.worker for system in systems], 30)
             server.stop()
     medians = {name: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
