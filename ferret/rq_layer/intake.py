@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -266,13 +266,17 @@ def _take(connection: Redis, queue_keys: list[str], single: bool,
     return queue_key, entries
 
 
+def put_back_commands(pipe: Any, queue: Queue, raws: Sequence[bytes | str]) -> None:
+    """Into ``pipe``: entries taken off ``queue`` (into its intermediate queue, when it has one) back to its
+    front, in their order, for the next worker."""
+    for raw in raws:
+        pipe.lrem(queue.intermediate_queue_key, 1, raw)
+    pipe.lpush(queue.key, *reversed(raws))
+
+
 def _put_back(connection: Redis, queue: Queue, raws: list[bytes]) -> None:
-    """Entries taken off ``queue`` (into its intermediate queue, when it has one) back to its front, in
-    their order, for the next worker."""
     with connection.pipeline() as pipe:
-        for raw in raws:
-            pipe.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]
-        pipe.lpush(queue.key, *reversed(raws))
+        put_back_commands(pipe, queue, raws)
         pipe.execute()
     logger.warning("queue %s: stopped while reading entries %s; put back", queue.name,
                    ", ".join(repr(raw[:_SHOWN_ID_CHARS]) for raw in raws[:3]) + (" ..." if len(raws) > 3 else ""))

@@ -34,7 +34,7 @@ from rq.worker_registration import clean_worker_registry
 
 from ferret.contract import RetrievalResult
 from ferret.envelope import deadline_of
-from ferret.rq_layer.intake import NOT_THE_ENTRY, Refusal, registry_entry_id, take_entry
+from ferret.rq_layer.intake import NOT_THE_ENTRY, Refusal, put_back_commands, registry_entry_id, take_entry
 from ferret.rq_layer.key_types import is_wrong_type, set_aside_wrong_types
 from ferret.worker.core.resources import WorkerResources
 from ferret.worker.core.results import lost_result
@@ -105,8 +105,7 @@ def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable
         deadline = deadline_of(job.args[0])
         if deadline is not None and deadline > now:
             with connection.pipeline() as pipe:  # one step: a stop between the two must not lose the job
-                pipe.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]
-                pipe.lpush(queue.key, job.id)  # the front: RQ pops from the left
+                put_back_commands(pipe, queue, [raw])  # the front: RQ pops from the left
                 pipe.execute()
             logger.warning("job=%s was stuck between dequeue and start; queued again", job.id)
         else:

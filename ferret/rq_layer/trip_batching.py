@@ -49,6 +49,7 @@ from rq.worker import WorkerStatus
 
 from ferret.envelope import deadline_of
 from ferret.rq_layer.bookkeeping import lean_success
+from ferret.rq_layer.intake import put_back_commands
 
 logger = logging.getLogger(__name__)
 
@@ -186,8 +187,7 @@ class JobsPerTrip:
                     execution.delete(job=job, pipeline=pipeline)
                     self.executions.pop(execution.id, None)
                     pipeline.hset(job.key, "status", JobStatus.QUEUED)
-                pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
-                pipeline.lpush(queue.key, job.id)
+                put_back_commands(pipeline, queue, [job.id])
             pipeline.execute()
         logger.info("worker %s: %d job(s) taken with a batch and not run went back to their queue",
                     self.name, len(held))  # type: ignore[attr-defined]

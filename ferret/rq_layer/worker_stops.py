@@ -24,6 +24,7 @@ from rq import Queue
 from rq.job import Job, JobStatus
 from rq.worker import WorkerStatus
 
+from ferret.rq_layer.intake import put_back_commands
 from ferret.worker.core.resources import WorkerResources
 
 logger = logging.getLogger(__name__)
@@ -94,8 +95,7 @@ class StopHandling:
             if job.get_status(refresh=True) != JobStatus.QUEUED:
                 return
             with self.ferret_context.client.pipeline() as pipeline:
-                pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
-                pipeline.lpush(queue.key, job.id)
+                put_back_commands(pipeline, queue, [job.id])
                 pipeline.execute()
         except Exception:  # the intermediate-queue sweep is the last resort
             logger.exception("job=%s stopped before it started and could not be put back", job.id)
