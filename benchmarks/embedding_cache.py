@@ -16,6 +16,9 @@ class CachedEmbedder:
         self.name = inner.name
         self._known: dict[str, Matrix] = {}
 
+    def knows(self, text: str) -> bool:
+        return text in self._known
+
     def embed(self, texts: Sequence[str], timeout: float | None = None) -> Matrix:
         missing = list(dict.fromkeys(t for t in texts if t not in self._known))
         if missing:

@@ -115,6 +115,38 @@ def _retrieval_folds(dataset: Any, compounds: list[Any], k: int, pipeline: Any, 
     click.echo(f"wrote {out_dir / 'retrieval-folds.json'} and {out_dir / 'retrieval-folds.md'}")
 
 
+@click.command("peers")
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A LoCoMo-format JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")
+@click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
+              help="Directory the report (peers.json and peers.md) is written to.")
+@click.pass_context
+def peers(ctx: click.Context, data_path: Path, out_dir: Path) -> None:
+    """The retrievers a user would pick instead (LlamaIndex BM25 and fusion, LangChain's ensemble, the sentence
+    model alone), run through their own libraries: what they find that Ferret misses, and how much of it
+    Ferret's semantic options recover, at what cost a question."""
+    need_lab("peers")
+    from benchmarks import peers as peer_bench
+    missing = peer_bench.peer_libraries_missing()
+    if missing:
+        raise click.UsageError(f"the peers' libraries are not installed: pip install {' '.join(missing)} "
+                               "(in a virtual environment of its own: the BM25 package pins PyStemmer below 3)")
+    from benchmarks.embedding_cache import CachedEmbedder
+    from ferret.bench.locomo import load
+    from ferret.worker.semantic.embedders import embedder_for
+
+    settings = settings_of(ctx)
+    inner = embedder_for(settings.semantic.model_copy(update={"enabled": True}))
+    assert inner is not None
+    report = peer_bench.evaluate(load(data_path), settings.pipeline, CachedEmbedder(inner), inner)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = peer_bench.markdown(report)
+    (out_dir / "peers.json").write_text(json.dumps(report, indent=2))
+    (out_dir / "peers.md").write_text(table + "\n")
+    click.echo(table)
+    click.echo(f"wrote {out_dir / 'peers.json'} and {out_dir / 'peers.md'}")
+
+
 @click.command("llm")
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A LoCoMo-format JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")
