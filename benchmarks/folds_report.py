@@ -56,7 +56,12 @@ def markdown(report: dict[str, Any]) -> str:
               "third": "the untouched set written before the clause rule's weaker boundaries (a comma or a "
                        "joining symbol between two direct questions), frozen before they were run:",
               "fourth": "the untouched set written before the direct-question test took subject questions "
-                        "(\"what inspired Caroline\"), frozen before it was run:"}
+                        "(\"what inspired Caroline\"), frozen before it was run:",
+              "fifth": "the fifth untouched set (issue 49: run-ons, symbols, enumerations, typos, requests), frozen "
+                       "before the run-on pass and the typo mending:",
+              "sixth": "the sixth untouched set, frozen with the fifth:",
+              "seventh": "the seventh untouched set (other languages' joiners run on, marks run together, new "
+                         "symbols, a three-part run-on), frozen before the run-on pass learned those languages:"}
     for name, rows in report["untouched"].items():
         lines += ["", *_compounds(titles.get(name, name), rows)]
     if report.get("embedder"):

@@ -131,6 +131,23 @@ UNTOUCHED_SIXTH: tuple[Phrasing, ...] = (
     Phrasing("typo_run_on", 2, lambda qs: f"{_bare(qs[0])} {_typo(qs[1])}"),
 )
 
+# A seventh set, written and frozen before the run-on pass learned the other three languages: joiners of
+# those languages with nothing but a space around them, their marks run together, symbols no rule names,
+# and a three-part run-on (the questions stay LoCoMo's, in English).
+FROZEN_SEVENTH = Path(__file__).parent / "data" / "untouched_joins_seventh.jsonl"
+UNTOUCHED_SEVENTH: tuple[Phrasing, ...] = (
+    Phrasing("fr_et_run_on", 2, lambda qs: f"{_bare(qs[0])} et {_low(qs[1])}"),
+    Phrasing("es_y_run_on", 2, lambda qs: f"{_bare(qs[0])} y {_low(qs[1])}"),
+    Phrasing("de_und_run_on", 2, lambda qs: f"{_bare(qs[0])} und {_low(qs[1])}"),
+    Phrasing("fr_ainsi_que", 2, lambda qs: f"{_bare(qs[0])}, ainsi que {_low(qs[1])} ?"),
+    Phrasing("de_sowie", 2, lambda qs: f"{_bare(qs[0])} sowie {_low(qs[1])}?"),
+    Phrasing("es_marks_run_together", 2, lambda qs: f"¿{_bare(qs[0])}?¿{_bare(qs[1])}?"),
+    Phrasing("pointing_hand", 2, lambda qs: f"{_bare(qs[0])} 👉 {_low(qs[1])}?"),
+    Phrasing("tilde", 2, lambda qs: f"{_bare(qs[0])} ~ {_low(qs[1])}?"),
+    Phrasing("also_quick_one", 2, lambda qs: f"{_bare(qs[0])}. Also, quick one: {_low(qs[1])}"),
+    Phrasing("three_run_on", 3, lambda qs: f"{_bare(qs[0])} {_low(qs[1])} {_low(qs[2])}"),
+)
+
 
 def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
     """The frozen rows, by join style."""
@@ -145,7 +162,8 @@ def frozen_set(path: Path = FROZEN) -> dict[str, list[CompoundQuery]]:
 SETS: dict[str, tuple[tuple[Phrasing, ...], int, Path]] = {
     "before": (UNTOUCHED, 30, FROZEN), "after": (UNTOUCHED_AFTER, 31, FROZEN_AFTER),
     "third": (UNTOUCHED_THIRD, 32, FROZEN_THIRD), "fourth": (UNTOUCHED_FOURTH, 33, FROZEN_FOURTH),
-    "fifth": (UNTOUCHED_FIFTH, 34, FROZEN_FIFTH), "sixth": (UNTOUCHED_SIXTH, 35, FROZEN_SIXTH)}
+    "fifth": (UNTOUCHED_FIFTH, 34, FROZEN_FIFTH), "sixth": (UNTOUCHED_SIXTH, 35, FROZEN_SIXTH),
+    "seventh": (UNTOUCHED_SEVENTH, 36, FROZEN_SEVENTH)}
 
 
 def frozen_sets() -> dict[str, dict[str, list[CompoundQuery]]]:
