@@ -8,19 +8,29 @@ value from one stored as plain JSON, which is still read as it is (values
 written before packing, or by a writer that does not pack). Reading inflates
 under a cap (``ferret.inflate``): what Redis holds is untrusted, and a
 packed value is a zlib stream like any bomb.
+
+The stream is deflated by ISA-L (``isal``) when it is installed, as it is with Ferret: the same zlib
+format, so any reader inflates it (an older Ferret's too), in ~0.04 ms for a 29 KB result against ~0.10 ms
+for the standard library's zlib at its fastest level, and a little smaller (7.6 KB against 8.0 KB). Where
+no ISA-L wheel exists for the platform, the standard library deflates.
 """
 
 from __future__ import annotations
 
-import zlib
-
 from ferret.inflate import InflatesTooLarge, inflate_capped
+
+try:
+    from isal import isal_zlib as deflater
+except ImportError:  # no ISA-L wheel for this platform
+    import zlib as deflater  # type: ignore[no-redef]
+# ISA-L's levels run 0-3: its 1 is faster and smaller than zlib's 1 here; zlib's 1 is its fastest, ~3x smaller
+# (zlib's 6 gains ~8% more for ~30% more time).
+LEVEL = 1
 
 MARK = b"\x1fFZ1"
 # What a reader takes of a stored value, packed or inflated: far above any result
 # (limits.max_result_bytes: 2 MB), trace or cache entry.
 MAX_VALUE_BYTES = 16 * 1024 * 1024
-LEVEL = 1  # zlib's fastest: ~30 us for a 5 KB result, ~3x smaller (level 6 gains ~8% more for ~30% more time)
 
 
 class UnpackFailed(ValueError):
@@ -28,7 +38,7 @@ class UnpackFailed(ValueError):
 
 
 def pack(body: bytes) -> bytes:
-    return MARK + zlib.compress(body, LEVEL)
+    return MARK + deflater.compress(body, LEVEL)
 
 
 def unpack(stored: bytes | str, cap: int) -> bytes:

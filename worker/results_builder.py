@@ -4,34 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import TypeAdapter
+
 from ferret.contract import ResultItem, RetrievalResult
 from ferret.records import Hit
 from ferret.worker.pipeline.formatting import preview
 from ferret.worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 
 PREVIEW_CHARS = 300
+_ITEMS = TypeAdapter(list[ResultItem])
 
 
 def result_items(hits: Sequence[Hit], sub_queries: Sequence[str],
                  sections: SectionMap = DEFAULT_SECTIONS) -> list[ResultItem]:
-    items = []
+    """The result's items, validated in one call (pydantic's core builds the list: half the time of
+    constructing each item in Python, and the fields are checked)."""
+    rows = []
     for hit in hits:
         memory = hit.memory
         text = preview(memory)
-        items.append(ResultItem.model_construct(  # built from validated records
-            id=memory.id,
-            score=round(hit.score, 6),
-            original_score=round(hit.original_score, 6),
-            section=sections.of(memory).value,
-            subtype=memory.subtype,
-            sub_query=hit.sub_query,
-            sub_query_text=sub_queries[hit.sub_query] if hit.sub_query < len(sub_queries) else None,
-            title=memory.content_title,
-            preview=text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…",
-            date=(memory.temporal_event_time or memory.provenance_created_at or None),
-            rerank_score=hit.rerank_score,
-        ))
-    return items
+        rows.append({
+            "id": memory.id,
+            "score": round(hit.score, 6),
+            "original_score": round(hit.original_score, 6),
+            "section": sections.of(memory).value,
+            "subtype": memory.subtype,
+            "sub_query": hit.sub_query,
+            "sub_query_text": sub_queries[hit.sub_query] if hit.sub_query < len(sub_queries) else None,
+            "title": memory.content_title,
+            "preview": text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…",
+            "date": memory.temporal_event_time or memory.provenance_created_at or None,
+            "rerank_score": hit.rerank_score,
+        })
+    return _ITEMS.validate_python(rows)
 
 
 def fit_result(result: RetrievalResult, max_bytes: int) -> tuple[RetrievalResult, bytes]:

@@ -34,3 +34,12 @@ def test_trace_sampling_is_by_id_and_keeps_about_the_share_asked():
     assert kept == [trace_id for trace_id in ids if trace_sampled(trace_id, 0.25)]  # every worker agrees
     assert all(trace_sampled(trace_id, 1.0) for trace_id in ids[:50])
     assert not any(trace_sampled(trace_id, 0.0) for trace_id in ids[:50])
+
+
+def test_a_packed_value_is_a_plain_zlib_stream_deflated_by_isa_l():
+    """Any zlib reader inflates it (an older Ferret's too): ISA-L only deflates faster."""
+    import ferret.packed
+
+    body = b'{"context": "' + b"Caroline: I went to the LGBTQ support group yesterday. " * 200 + b'"}'
+    assert ferret.packed.deflater.__name__ == "isal.isal_zlib"
+    assert zlib.decompress(pack(body)[len(MARK):]) == body
