@@ -173,7 +173,17 @@ class FerretMetrics:
         self._pipeline_metrics(self.registry)
         self._store_metrics(self.registry)
         self._llm_metrics(self.registry)
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         self._create_children()
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, looked up once: a job records some sixteen labelled series, and
+        prometheus_client checks and locks on every ``labels`` call (~3 us each)."""
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     def _job_metrics(self, r: CollectorRegistry) -> None:
         """Jobs, queues and the worker."""
@@ -325,23 +335,23 @@ class FerretMetrics:
 
     def _record(self, result: RetrievalResult, backend: str) -> None:
         queue = result.queue if result.queue in QUEUES else "prefetch"
-        self.jobs.labels(queue, result.status).inc()
+        self._child(self.jobs, queue, result.status).inc()
         stamps = result.timestamps
         if stamps.started_at is not None:
-            self.queue_wait.labels(queue).observe(max(0.0, stamps.started_at - stamps.enqueued_at))
+            self._child(self.queue_wait, queue).observe(max(0.0, stamps.started_at - stamps.enqueued_at))
             if stamps.finished_at is not None:
-                self.job_duration.labels(queue).observe(max(0.0, stamps.finished_at - stamps.started_at))
+                self._child(self.job_duration, queue).observe(max(0.0, stamps.finished_at - stamps.started_at))
         if result.status == "expired":
-            self.deadline_misses.labels("queued").inc()
+            self._child(self.deadline_misses, "queued").inc()
         elif result.status == "partial" or (result.error or "").startswith("hard timeout"):
-            self.deadline_misses.labels("running").inc()
+            self._child(self.deadline_misses, "running").inc()
         self._record_stats(result.stats, backend)
 
     def _record_agent(self, agent: dict[str, Any]) -> None:
         outcome = agent.get("outcome")
         if outcome not in AGENT_OUTCOMES:
             return
-        self.agent_runs.labels(outcome).inc()
+        self._child(self.agent_runs, outcome).inc()
         if outcome == "disabled":
             return
         steps = agent.get("steps")
@@ -354,48 +364,48 @@ class FerretMetrics:
     def _record_fusion(self, fusion: dict[str, Any]) -> None:
         for retriever, count in (fusion.get("contributed") or {}).items():
             if retriever in RETRIEVERS and isinstance(count, int) and count > 0:
-                self.retriever_results.labels(retriever).inc(count)
+                self._child(self.retriever_results, retriever).inc(count)
         for shifts in fusion.get("shifts") or []:
             for retriever in shifts if isinstance(shifts, dict) else ():
                 if retriever in RETRIEVERS:
-                    self.fusion_shifts.labels(retriever).inc()
+                    self._child(self.fusion_shifts, retriever).inc()
         for retriever, count in (fusion.get("errors") or {}).items():
             if retriever in RETRIEVERS and isinstance(count, int) and count > 0:
-                self.retriever_errors.labels(retriever).inc(count)
+                self._child(self.retriever_errors, retriever).inc(count)
 
     def _record_stats(self, stats: JobStats, backend: str) -> None:
         for endpoint in stats.circuit_open or []:
-            self.endpoint_skips.labels(endpoint[:200]).inc()
+            self._child(self.endpoint_skips, endpoint[:200]).inc()
         if stats.cache_hit is not None:
-            self.cache.labels("hit" if stats.cache_hit else "miss").inc()
+            self._child(self.cache, "hit" if stats.cache_hit else "miss").inc()
         for stage, ms in (stats.stage_ms or {}).items():
             if stage in STAGES:
-                self.stage_duration.labels(stage).observe(ms / 1000)
+                self._child(self.stage_duration, stage).observe(ms / 1000)
         if stats.cache_hit:  # served from the cache: the pipeline did not run
             return
         if stats.index in INDEX_READINESS:
-            self.index_ready.labels(stats.index).inc()
+            self._child(self.index_ready, stats.index).inc()
         self.index_changes.inc(stats.index_changes or 0)
         if stats.index_folded:
             self.record_fold("job", stats.index_folded, stats.index_fold_ms or 0.0)
         self.index_evictions.inc(stats.index_evictions or 0)
         if stats.fallback in FALLBACK_OUTCOMES:
-            self.fallbacks.labels(stats.fallback).inc()
+            self._child(self.fallbacks, stats.fallback).inc()
         if stats.agent is not None:
             self._record_agent(stats.agent)
         if stats.fusion is not None:
             self._record_fusion(stats.fusion)
         if stats.route in Route.__members__:
-            self.routes.labels(stats.route).inc()
+            self._child(self.routes, stats.route).inc()
         self.retries.inc(stats.retries or 0)
         self.replacements_attempted.inc(stats.replacements_attempted or 0)
         self.replacements_successful.inc(stats.replacements_successful or 0)
         if stats.was_decomposed:
             self.decompositions.inc()
         if stats.rerank in RERANK_OUTCOMES:
-            self.rerank.labels(stats.rerank).inc()
+            self._child(self.rerank, stats.rerank).inc()
         self.sub_queries.inc(len(stats.sub_queries or []))
         name = backend if backend in BACKENDS else "local"
         for _operation, outcome, seconds in stats.backend_calls or []:
-            self.backend_requests.labels(name, outcome if outcome in BACKEND_OUTCOMES else "error").inc()
-            self.backend_latency.labels(name).observe(seconds)
+            self._child(self.backend_requests, name, outcome if outcome in BACKEND_OUTCOMES else "error").inc()
+            self._child(self.backend_latency, name).observe(seconds)
