@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,11 @@ class _System:
     """One queue engine: its worker process, how to enqueue a round's queries, and when they are done."""
 
     def __init__(self, name: str, worker: subprocess.Popen[bytes], enqueue: Callable[[list[str]], Any],
-                 done: Callable[[Any], bool], close: Callable[[], object] = lambda: None) -> None:
+                 done: Callable[[Any], bool], close: Callable[[], object] = lambda: None,
+                 outcomes: Callable[[Any], Counter[str]] | None = None) -> None:
         self.name, self.worker, self.enqueue, self.done, self.close = name, worker, enqueue, done, close
+        self.outcomes = outcomes  # a round's final statuses, where the system keeps them (Ferret's results)
+        self.seen: Counter[str] = Counter()  # the measured rounds' statuses
 
     def run(self, queries: list[str], server_pid: int) -> dict[str, float]:
         cpu, server, began = cpu_seconds(self.worker.pid), cpu_seconds(server_pid), time.monotonic()
@@ -71,6 +75,8 @@ class _System:
             time.sleep(POLL_SECONDS)
         took = time.monotonic() - began
         jobs = len(queries)
+        if self.outcomes is not None:
+            self.seen.update(self.outcomes(handle))
         return {"worker_cpu_ms": (cpu_seconds(self.worker.pid) - cpu) / jobs * 1000,
                 "redis_cpu_ms": (cpu_seconds(server_pid) - server) / jobs * 1000, "jobs_per_s": jobs / took}
 
@@ -86,7 +92,10 @@ def _ferret(name: str, env: dict[str, str], client: redis.Redis) -> _System:
     def done(handles: list[Any]) -> bool:
         return all(result is not None for result in producer.results_of(handles))
 
-    return _System(name, worker, enqueue, done)
+    def outcomes(handles: list[Any]) -> Counter[str]:
+        return Counter(result.status if result is not None else "none" for result in producer.results_of(handles))
+
+    return _System(name, worker, enqueue, done, outcomes=outcomes)
 
 
 def _raw_rq(env: dict[str, str], client: redis.Redis) -> _System:
@@ -135,6 +144,7 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
                 systems.append(_arq(env, client))
             for system in systems:  # warm: every worker's index built and its code loaded
                 system.run([corpus.query() for _ in range(40)], server.process.pid)
+                system.seen.clear()
             rows: dict[str, list[dict[str, float]]] = {system.name: [] for system in systems}
             for index in range(rounds):
                 queries = [corpus.query() for _ in range(jobs)]
@@ -148,6 +158,9 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
             server.stop()
     medians = {name: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
                for name, runs in rows.items()}
+    for system in systems:  # a job that failed fast would cost less than one that ran: say how they ended
+        if system.outcomes is not None:
+            medians[system.name]["outcomes"] = dict(system.seen)
     report: dict[str, Any] = {"jobs": jobs, "rounds": rounds, "memories": memories, "systems": medians,
                               "arq": "installed" if arq_installed() else "not installed (pip install --no-deps arq)"}
     if "arq" in medians:

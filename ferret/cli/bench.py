@@ -225,7 +225,8 @@ def queue_peers(jobs: int, rounds: int, memories: int) -> None:
     for name, row in report["systems"].items():
         over = report.get("worker_cpu_over_arq", {}).get(name)
         click.echo(f"{name}: worker {row['worker_cpu_ms']} ms of CPU a job, redis {row['redis_cpu_ms']} ms, "
-                   f"{row['jobs_per_s']} jobs/s" + (f"; worker CPU {over}x arq's" if over is not None else ""))
+                   f"{row['jobs_per_s']} jobs/s" + (f"; worker CPU {over}x arq's" if over is not None else "")
+                   + (f"; outcomes {row['outcomes']}" if "outcomes" in row else ""))
     if "worker_cpu_over_arq" not in report:
         click.echo(f"arq: {report['arq']}")
     click.echo(json.dumps(report))

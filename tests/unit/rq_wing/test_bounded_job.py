@@ -57,3 +57,16 @@ def test_a_job_hash_holding_a_bomb_cannot_be_fetched():
     client.hset("rq:job:ferret-abc", "data", zlib.compress(zlib.compress(b"[1, 2]")))
     twice = bounded.fetch("ferret-abc", connection=client, serializer=JSONSerializer)
     assert twice.data == zlib.compress(b"[1, 2]")  # RQ's own restore would have inflated it again
+
+
+def test_a_jobs_started_registry_is_rqs_own_built_once_per_queue_and_connection():
+    connection = fakeredis.FakeRedis()
+    job_class = bounded_job_class(CAP)
+    first, second = (job_class.create(func=print, connection=connection, origin="batch", serializer=JSONSerializer)
+                     for _ in range(2))
+    other = job_class.create(func=print, connection=connection, origin="prefetch", serializer=JSONSerializer)
+    assert first.started_job_registry is second.started_job_registry  # built once
+    assert first.started_job_registry.key == Job.started_job_registry.fget(first).key == "rq:wip:batch"
+    assert other.started_job_registry.key == "rq:wip:prefetch"
+    assert job_class.create(func=print, connection=fakeredis.FakeRedis(), origin="batch",
+                            serializer=JSONSerializer).started_job_registry is not first.started_job_registry
