@@ -114,8 +114,13 @@ def _request_of(line: str, number: int, run: str, cache: bool) -> tuple[dict[str
     return data, own_id
 
 
-def _write(out: IO[str], row: dict[str, Any]) -> None:
-    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+def _write(out: IO[str], row: dict[str, Any], result: RetrievalResult | None = None) -> None:
+    """One output line, compact JSON: ``row``'s fields, then ``result``'s (dumped by pydantic's core, not
+    turned into a dict and dumped again: a third of the time for a 29 KB result)."""
+    line = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    if result is not None:
+        line = line[:-1] + "," + result.model_dump_json()[1:]
+    out.write(line + "\n")
     out.flush()
 
 
@@ -306,4 +311,4 @@ def _record(out: IO[str], summary: BatchSummary, progress: BatchProgress, number
         raise answer
     progress.collected(answer.status)
     summary.by_status[answer.status] += 1
-    _write(out, {"line": number, **({"reused": True} if reused else {}), **answer.model_dump(mode="json")})
+    _write(out, {"line": number, **({"reused": True} if reused else {})}, answer)

@@ -37,8 +37,8 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
        "request_id": "q-17", "queue": "batch", "options": {"max_results": 5}}
     A line of OUT is a final result, written as it comes (its "line" is
     the input line it answers):
-      {"line": 1, "request_id": "q-17", "job_id": "fr-r-...", "status": "ok",
-       "results": [{"id": "m1", "score": 1.3, ...}], "context": "- ...", ...}
+      {"line":1,"job_id":"fr-r-...","request_id":"q-17","status":"ok",
+       "results":[{"id":"m1","score":1.3,...}],"context":"- ...",...}
     \b
     Every run computes every line anew: a run has its own id (kept in
     OUT.run.json), and a line without a request_id is named by the run, its

@@ -32,4 +32,4 @@ def test_no_help_shows_rest_markup():
 def test_batch_help_shows_an_input_line_and_an_output_line():
     shown = CliRunner().invoke(cli, ["batch", "--help"]).output
     assert '{"query": "when is the dinner with Anna?", "namespace": "alice",' in shown
-    assert '{"line": 1, "request_id": "q-17", "job_id": "fr-r-...", "status": "ok",' in shown
+    assert '{"line":1,"job_id":"fr-r-...","request_id":"q-17","status":"ok",' in shown
