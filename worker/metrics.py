@@ -173,10 +173,10 @@ class FerretMetrics:
         self._pipeline_metrics(self.registry)
         self._store_metrics(self.registry)
         self._llm_metrics(self.registry)
-        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
+        self._children: dict[tuple[Any, tuple[object, ...]], Any] = {}
         self._create_children()
 
-    def _child(self, metric: Any, *values: str) -> Any:
+    def _child(self, metric: Any, *values: object) -> Any:
         """``metric.labels(*values)``, looked up once: a job records some sixteen labelled series, and
         prometheus_client checks and locks on every ``labels`` call (~3 us each)."""
         key = (metric, values)

@@ -39,6 +39,7 @@ from ferret.bench.common import cpu_seconds, start_workers, stop_processes
 from ferret.bench.overhead import NAMESPACE, NO_CACHE, corpus_server, load_corpus
 from ferret.bench.peer_work import ARQ_WORKER, NAMESPACE_VARIABLE
 from ferret.bench.scale import Corpus
+from ferret.contract import RetrievalResult
 from ferret.producer.client import Producer
 from ferret.rq_layer.raw_baseline import WORK_QUEUE, RawWork, worker_command
 from ferret.settings import load_settings
@@ -93,7 +94,8 @@ def _ferret(name: str, env: dict[str, str], client: redis.Redis) -> _System:
         return all(result is not None for result in producer.results_of(handles))
 
     def outcomes(handles: list[Any]) -> Counter[str]:
-        return Counter(result.status if result is not None else "none" for result in producer.results_of(handles))
+        return Counter(result.status if isinstance(result, RetrievalResult) else "none" if result is None
+                       else "unreadable" for result in producer.results_of(handles))
 
     return _System(name, worker, enqueue, done, outcomes=outcomes)
 
@@ -156,8 +158,9 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
                 system.close()
             stop_processes([system.worker for system in systems], 30)
             server.stop()
-    medians = {name: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
-               for name, runs in rows.items()}
+    medians: dict[str, dict[str, Any]] = {
+        name: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
+        for name, runs in rows.items()}
     for system in systems:  # a job that failed fast would cost less than one that ran: say how they ended
         if system.outcomes is not None:
             medians[system.name]["outcomes"] = dict(system.seen)

@@ -178,7 +178,8 @@ def _register() -> None:
     for command in (*service.COMMANDS, batch.batch, demo.demo, bench.bench, redis_admin.redis, mcp_command.mcp,
                     llm_command.llm, config_command.config, *serve_command.COMMANDS):
         cli.add_command(command)
-    for lab_command in (bench_lab.retrieval, bench_lab.peers, bench_lab.llm):  # the retrieval-tuning lab's, from a checkout
+    # the retrieval-tuning lab's, from a checkout
+    for lab_command in (bench_lab.retrieval, bench_lab.peers, bench_lab.llm):
         bench.bench.add_command(lab_command)
 
 
