@@ -83,23 +83,20 @@ def direct(text: str, language: str, marked: bool) -> bool:
     """``text`` (a clause from where its question opens) asks a direct question in ``language``
     (fr, es, de), in three words at least. ``marked``: a joiner, a symbol or the clause's start stands
     before it, not just a space."""
-    if len(text.split()) < 3:
+    if len(text.split()) < 3 or not opens(text, language):
         return False
-    if language == "es":
-        return _ES_OPENING.match(text) is not None
+    if language == "es":  # an accented interrogative opens it
+        return True
     if language == "fr":
         opening = _FR_OPENING.match(text)
-        if opening is None:
-            return text.lower().startswith("est-ce que") or _FR_INVERSION.match(text) is not None
+        if opening is None:  # it opens with "est-ce que" or a hyphenated inversion
+            return True
         rest = text[opening.end():]
         if _FR_INVERSION.search(" ".join(rest.split()[:4])):
             return True
         following = re.findall(r"[\w']+", rest)[:1]
         return marked and bool(following) and following[0].islower() and following[0] not in _FR_NOT_A_VERB
-    if language == "de":
-        opening = _DE_OPENING.match(text)
-        if opening is None:
-            return False
-        following = re.findall(r"[\w']+", text[opening.end():])[:1]
-        return bool(following) and following[0].islower() and following[0] not in _DE_NOT_A_VERB
-    return False
+    opening = _DE_OPENING.match(text)  # German: ``opens`` found its question word
+    assert opening is not None
+    following = re.findall(r"[\w']+", text[opening.end():])[:1]
+    return bool(following) and following[0].islower() and following[0] not in _DE_NOT_A_VERB
