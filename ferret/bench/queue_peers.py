@@ -76,10 +76,11 @@ class _System:
             time.sleep(POLL_SECONDS)
         took = time.monotonic() - began
         jobs = len(queries)
-        if self.outcomes is not None:
+        row = {"worker_cpu_ms": (cpu_seconds(self.worker.pid) - cpu) / jobs * 1000,
+               "redis_cpu_ms": (cpu_seconds(server_pid) - server) / jobs * 1000, "jobs_per_s": jobs / took}
+        if self.outcomes is not None:  # read after the round's CPU: reading the results is not the round's work
             self.seen.update(self.outcomes(handle))
-        return {"worker_cpu_ms": (cpu_seconds(self.worker.pid) - cpu) / jobs * 1000,
-                "redis_cpu_ms": (cpu_seconds(server_pid) - server) / jobs * 1000, "jobs_per_s": jobs / took}
+        return row
 
 
 def _ferret(name: str, env: dict[str, str], client: redis.Redis) -> _System:
