@@ -1,10 +1,22 @@
 """zlib inflation under a cap: a small compressed value from Redis can be a
 bomb, so it is inflated in steps and given up past the cap, having cost at
-most the cap."""
+most the cap.
+
+Inflated by ISA-L (``isal``) when it is installed, as it is with Ferret: the same zlib format in about half
+the standard library's time (a result read by the producer: ~7 against ~13 us for 20 KB); the standard
+library's zlib where no ISA-L wheel exists.
+"""
 
 from __future__ import annotations
 
 import zlib
+
+try:
+    from isal import isal_zlib as inflater_module
+    _BROKEN: tuple[type[Exception], ...] = (zlib.error, inflater_module.error)
+except ImportError:  # no ISA-L wheel for this platform
+    inflater_module = zlib  # type: ignore[assignment]
+    _BROKEN = (zlib.error,)
 
 _STEP = 64 * 1024
 
@@ -16,7 +28,7 @@ class InflatesTooLarge(ValueError):
 def inflate_capped(data: bytes, cap: int) -> bytes | None:
     """``data`` inflated, at most ``cap`` bytes of it (else ``InflatesTooLarge``);
     None when ``data`` is not one whole zlib stream."""
-    inflater = zlib.decompressobj()
+    inflater = inflater_module.decompressobj()
     out = bytearray()
     pending = data
     try:
@@ -28,7 +40,7 @@ def inflate_capped(data: bytes, cap: int) -> bytes | None:
             if not pending:
                 break
         out += inflater.flush(cap + 1 - len(out))
-    except zlib.error:
+    except _BROKEN:
         return None
     if len(out) > cap:
         raise InflatesTooLarge(f"inflates past {cap:,} bytes")

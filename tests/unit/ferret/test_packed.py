@@ -43,3 +43,18 @@ def test_a_packed_value_is_a_plain_zlib_stream_deflated_by_isa_l():
     body = b'{"context": "' + b"Caroline: I went to the LGBTQ support group yesterday. " * 200 + b'"}'
     assert ferret.packed.deflater.__name__ == "isal.isal_zlib"
     assert zlib.decompress(pack(body)[len(MARK):]) == body
+
+
+def test_isa_l_inflates_what_the_standard_zlib_deflates_and_refuses_what_it_refuses():
+    """The reader inflates by ISA-L: a stream from any zlib reads back, a broken or bombing one fails as before."""
+    import ferret.inflate
+    from ferret.inflate import InflatesTooLarge, inflate_capped
+
+    assert ferret.inflate.inflater_module.__name__ == "isal.isal_zlib"
+    body = b"Melanie: I ran a charity race for mental health last Saturday. " * 300
+    for level in (1, 6, 9):
+        assert inflate_capped(zlib.compress(body, level), len(body)) == body
+    assert inflate_capped(b"\x78\x9c" + b"\xff" * 40, 1 << 20) is None  # a zlib header, then garbage
+    assert inflate_capped(zlib.compress(body)[:-4], 1 << 20) is None  # no checksum: not one whole stream
+    with pytest.raises(InflatesTooLarge):
+        inflate_capped(zlib.compress(body), len(body) - 1)
