@@ -119,21 +119,22 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
         logger.warning("job=%s stage=search backend failed: %s", job_id, exc)
         return _Outcome("failed", error=str(exc), stats=JobStats(backend_calls=exc.calls, fallback=exc.fallback))
     status = "partial" if outcome.partial or budget.expired() else "ok"
-    stats = JobStats.model_validate(outcome.stats.to_dict())
+    fields = outcome.stats.to_dict()  # the job's own fields added, then validated once
     hits, sub_queries, context = outcome.hits, outcome.sub_queries, outcome.context
     if agent is not None:
         hits, sub_queries, context = agent.hits, agent.sub_queries, agent.context
         status = "partial" if agent.partial else status
-        stats = stats.with_(agent=agent.stats)
+        fields["agent"] = agent.stats
     elif request.options.agent:
-        stats = stats.with_(agent=empty_stats("disabled"))
+        fields["agent"] = empty_stats("disabled")
     if readiness is not None:
-        stats = stats.with_(index=readiness.how, index_evictions=readiness.evictions or None,
-                            index_changes=readiness.changes or None, index_staged=readiness.staged or None,
-                            index_folded=readiness.folded or None,
-                            index_fold_ms=round(readiness.fold_ms, 3) if readiness.folded else None)
+        fields.update(index=readiness.how, index_evictions=readiness.evictions or None,
+                      index_changes=readiness.changes or None, index_staged=readiness.staged or None,
+                      index_folded=readiness.folded or None,
+                      index_fold_ms=round(readiness.fold_ms, 3) if readiness.folded else None)
     if key is not None:
-        stats = stats.with_(cache_hit=False, stage_ms={"cache": looked_up_ms, **(stats.stage_ms or {})})
+        fields.update(cache_hit=False, stage_ms={"cache": looked_up_ms, **(fields.get("stage_ms") or {})})
+    stats = JobStats.model_validate(fields)
     items = result_items(hits, sub_queries, sections_for(ctx.settings.pipeline.sections))
     done = _Outcome(status, items, context, stats=stats)
     if key is not None and cacheable(status, stats):
