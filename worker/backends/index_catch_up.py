@@ -10,7 +10,7 @@ import redis
 
 from ferret import keys
 from ferret.records import Memory
-from ferret.worker.backends.change_log import ChangeLog, Position
+from ferret.worker.backends.change_log import READ_BATCH, ChangeLog, Position
 from ferret.worker.backends.held_memories import HeldMemories
 from ferret.worker.backends.index_entry import SCAN_BATCH, IndexEntry, parse_memories
 from ferret.worker.backends.index_vectors import upsert_vectors
@@ -54,6 +54,8 @@ def catch_up(client: redis.Redis, entry: IndexEntry, held: HeldMemories) -> int:
             raise Gap()
         apply_changes(client, entry, run, held)
         applied += len(run)
+        if len(changes) < READ_BATCH and entry.position.version >= version:
+            break  # the read held the log's end, and every write that had counted itself is applied
     return applied
 
 

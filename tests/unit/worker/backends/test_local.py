@@ -358,3 +358,27 @@ def test_a_namespace_of_few_memories_is_staged_whole_not_committed(client, tmp_p
     folded = backends.for_namespace("ns")  # 3 staged at the build + 2 changes: fold_changes reached
     assert folded.readiness.folded == 5 and _saved_version(backends) == 3 and len(index) == 5
     assert _ids(folded) == {f"m{i}" for i in range(5)}
+
+
+def test_a_catch_up_reads_the_log_once_when_it_holds_the_end_and_pages_past_a_full_read(client, tmp_path,
+                                                                                      monkeypatch):
+    """One write since the index: one read of the log. More writes than a read returns: every one applied."""
+    from ferret.worker.backends import change_log
+
+    store = MemoryStore(client, "ns")
+    store.upsert(_filler())
+    backends = _backends(client, tmp_path)
+    backends.for_namespace("ns")
+    reads = []
+    real_after = change_log.ChangeLog.after
+    monkeypatch.setattr(change_log.ChangeLog, "after",
+                        lambda self, position, count=7: reads.append(position) or real_after(self, position, count))
+    monkeypatch.setattr("ferret.worker.backends.index_catch_up.READ_BATCH", 7)
+    store.upsert([Memory(id="one", content_title="bitcoin zebra")])
+    assert backends.for_namespace("ns").readiness.changes == 1 and len(reads) == 1
+    for i in range(20):  # 20 writes: three full reads of 7 and one more
+        store.upsert([Memory(id=f"w{i}", content_title=f"walrus {i}")])
+    reads.clear()
+    caught_up = backends.for_namespace("ns")
+    assert caught_up.readiness.changes == 20 and len(reads) == 3
+    assert len({h.id for h in caught_up.search("walrus", 30, NONE)}) == 20
