@@ -18,6 +18,7 @@ namespace and request id give) are the job core's (``ferret.worker.core.run``).
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -160,6 +161,10 @@ return false
 """
 
 
+# A blocking pop that took longer than this waited for its entry: the queues were empty when it began.
+POP_WAITED_SECONDS = 0.002
+
+
 class GuardedDequeue:
     """Mixin for an RQ queue class (put it first): only Ferret jobs come out.
 
@@ -177,6 +182,11 @@ class GuardedDequeue:
     one_trip: bool = False
     take_up_to: int = 1
     held: deque[tuple[Job, Queue]] | None = None  # a worker's own (guarded_queue_class), else none
+    # Whether the next blocking dequeue first looks for waiting entries (the one-trip take). Not after a
+    # blocking pop that waited for its entry: the queues were empty then, and at a few jobs a second the
+    # look is a round trip that finds nothing before the pop that follows. A pop that did not wait (entries
+    # may be queuing) turns it back on.
+    look_first: bool = True
 
     @classmethod
     def dequeue_any(cls: Any, queues: Iterable[Queue], timeout: int | None, connection: Redis,
@@ -191,7 +201,8 @@ class GuardedDequeue:
         while True:
             keys = [q.key for q in queues]
             single = len(keys) == 1 and get_version(connection) >= (6, 2, 0)
-            taken = _take(connection, keys, single, most) if cls.one_trip else None
+            looks = cls.one_trip and (cls.look_first or timeout is None)
+            taken = _take(connection, keys, single, most) if looks else None
             entries: list[tuple[bytes, StoredHash | None]]
             if taken is not None:
                 queue_key, found = taken
@@ -199,8 +210,11 @@ class GuardedDequeue:
             else:
                 if cls.one_trip and timeout is None:  # not blocking, and the queues were empty just now
                     return None
+                began = time.monotonic()
                 popped = (cls.lmove(connection, keys[0], timeout) if single
                           else cls.lpop(keys, timeout, connection=connection))
+                if cls.one_trip:
+                    cls.look_first = popped is None or time.monotonic() - began < POP_WAITED_SECONDS
                 if popped is None:
                     return None
                 queue_key, raw = popped

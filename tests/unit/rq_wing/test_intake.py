@@ -134,6 +134,48 @@ def test_a_waiting_job_comes_off_the_queues_with_its_hash_in_one_round_trip(clie
     assert [args[0] for args in sent] == ["EVALSHA"]
 
 
+def test_after_a_pop_that_waited_the_next_dequeue_pops_without_looking_first(client, monkeypatch):
+    """Jobs arriving one at a time: the queues were empty at the last dequeue, so the next one blocks at once
+    (the pop and the job's hash: two round trips, not three); a pop that did not wait looks first again."""
+    queue_class = guarded_queue_class(lambda refusal: None)
+    batch = queue_class("batch", connection=client, serializer=JSONSerializer)
+    real = {name: getattr(queue_class, name).__func__ for name in ("lmove", "lpop")}  # the pop RQ uses: by version
+    arriving: list[str] = []
+
+    def waiting(name):
+        def pop(cls, *args, **kwargs):  # the queue is empty; a job arrives while the pop blocks
+            time.sleep(0.01)
+            job = batch.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
+            arriving.append(job.id)
+            return real[name](cls, *args, **kwargs)
+        return classmethod(pop)
+
+    for name in real:
+        monkeypatch.setattr(queue_class, name, waiting(name))
+    sent: list[str] = []
+    original = client.execute_command
+
+    def counted(*args, **kwargs):
+        sent.append(str(args[0]))
+        return original(*args, **kwargs)
+
+    client.execute_command = counted
+    assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == arriving[-1]
+    assert "EVALSHA" in sent, "the first dequeue looks first: nothing waits, then it blocks"
+    for _ in range(2):
+        sent.clear()
+        assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == arriving[-1]
+        assert [word for word in sent if word != "INFO"] in (["BLMOVE", "HGETALL"], ["BLPOP", "HGETALL"]), sent
+    for name, pop in real.items():  # entries queuing: the pop does not wait
+        monkeypatch.setattr(queue_class, name, classmethod(pop))
+    first, second = (batch.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
+                     for _ in range(2))
+    assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == first.id
+    sent.clear()
+    assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == second.id
+    assert [word for word in sent if word != "INFO"] == ["EVALSHA"], "it looks first again: entry and hash at once"
+
+
 def test_a_deep_queue_gives_several_jobs_in_one_trip_and_refuses_the_bad_among_them(client):
     """Up to ``take_up_to`` entries come off in one trip (the first queue's, as many as wait); the first is
     returned, the other Ferret jobs are held for the next dequeues (which send nothing), the rest refused."""
