@@ -24,6 +24,7 @@ from ferret.redis_plumbing.redis_conn import redacted, url_of
 from ferret.redis_plumbing.store_conn import FULL_COVERAGE_WARNING, full_coverage_required
 from ferret.repeated_lines import say_everything_held_back
 from ferret.rq_layer.bounded_job import bounded_job_class
+from ferret.rq_layer.cheap_helpers import use_cheap_helpers
 from ferret.rq_layer.clock import use_clock
 from ferret.rq_layer.intake import Refusal, guarded_queue_class, mark_failed
 from ferret.rq_layer.worker_classes import CLASSES, WORKER_CLASSES
@@ -129,6 +130,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     if context.clock is not None:
         context.clock.time()  # a first reading of Redis's clock, which RQ's stamps then follow
         use_clock(context.clock)  # RQ's heartbeats and registry scores on Redis's clock too
+    use_cheap_helpers()  # RQ's stamp parser and serializer look-up, at a fraction of their cost a job
     metrics = metrics or FerretMetrics()
     observers = _observers(context, metrics, name)
 
