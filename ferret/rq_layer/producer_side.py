@@ -45,8 +45,8 @@ class EnqueueCommands:
     pipeline that is never sent) so that any client, blocking or asyncio, can send them
     in one transaction: RQ decides what a job is, Ferret only carries it.
 
-    RQ's enqueue is run once per queue, hard timeout and failure TTL, for a stand-in job; each job's
-    commands are that template with its own id, data, description and stamps put in (``_Template``): the
+    RQ's enqueue is run once per queue for a stand-in job; each job's commands are that template with its
+    own id, data, description, stamps, hard timeout and failure TTL put in (``_Template``): the
     same commands RQ would send, without building RQ's job objects for every job (~45 us a job, most of the
     per-job Python of an enqueue). A test holds the two equal for varied jobs."""
 
@@ -55,7 +55,7 @@ class EnqueueCommands:
         self._queues = {name: Queue(name, connection=self._idle, serializer=JSONSerializer) for name in QUEUES}
         for queue in self._queues.values():
             queue.redis_server_version = _RQ_SERVER_VERSION
-        self._templates: dict[tuple[str, int, int], _Template] = {}
+        self._templates: dict[str, _Template] = {}  # by queue
 
     def __call__(self, queue: str, payload: dict[str, Any], job_id: str, timeout: int,
                  failure_ttl: int, now: float | None = None) -> tuple[tuple[Any, ...], ...]:
@@ -65,12 +65,12 @@ class EnqueueCommands:
         for the job itself)."""
         if now is None:
             return self.from_rq(queue, payload, job_id, timeout, failure_ttl)
-        template = self._templates.get((queue, timeout, failure_ttl))
+        template = self._templates.get(queue)
         if template is None:
-            template = _Template(self.from_rq(queue, _STAND_IN_PAYLOAD, _STAND_IN_ID, timeout, failure_ttl,
-                                              _STAND_IN_NOW), queue)
-            self._templates[(queue, timeout, failure_ttl)] = template
-        return template.filled(payload, job_id, _description(queue, payload), rq_stamp(now))
+            template = _Template(self.from_rq(queue, _STAND_IN_PAYLOAD, _STAND_IN_ID, _STAND_IN_TIMEOUT,
+                                              _STAND_IN_FAILURE_TTL, _STAND_IN_NOW))
+            self._templates[queue] = template
+        return template.filled(payload, job_id, _description(queue, payload), rq_stamp(now), timeout, failure_ttl)
 
     def from_rq(self, queue: str, payload: dict[str, Any], job_id: str, timeout: int, failure_ttl: int,
                 now: float | None = None) -> tuple[tuple[Any, ...], ...]:
@@ -97,16 +97,18 @@ def rq_stamp(now: float) -> str:
 _STAND_IN_ID = "ferret-template-job"
 _STAND_IN_PAYLOAD: dict[str, Any] = {"request": {"namespace": "ferret-template"}}
 _STAND_IN_NOW = 0.0
+_STAND_IN_TIMEOUT = 7
+_STAND_IN_FAILURE_TTL = 11
 
 
 class _Template:
     """One queue's enqueue commands with the job's own parts left as holes: the job hash's key, its
-    ``data`` (RQ's: the call ``(function, None, (payload,), {})`` as JSON, zlib-compressed), description
-    and stamps, and the id the queue's list gets."""
+    ``data`` (RQ's: the call ``(function, None, (payload,), {})`` as JSON, zlib-compressed), description,
+    stamps, hard timeout and failure TTL, and the id the queue's list gets."""
 
-    def __init__(self, commands: tuple[tuple[Any, ...], ...], queue: str) -> None:
+    def __init__(self, commands: tuple[tuple[Any, ...], ...]) -> None:
         stand_in_key = str(Job.key_for(_STAND_IN_ID))
-        holes = {"data", "description", *_STAMPS}
+        holes = {"data", "description", "timeout", "failure_ttl", *_STAMPS}
         self.commands: list[tuple[Any, ...]] = []
         self.job_key_at: list[int] = []  # commands whose second word is the job hash's key
         self.id_at: list[tuple[int, int]] = []  # (command, word) where the job id itself stands
@@ -125,9 +127,11 @@ class _Template:
                 raise ValueError(f"RQ's enqueue names the job in a form this template does not fill: {words}")
             self.commands.append(tuple(words))
 
-    def filled(self, payload: dict[str, Any], job_id: str, description: str, stamp: str) -> tuple[tuple[Any, ...], ...]:
+    def filled(self, payload: dict[str, Any], job_id: str, description: str, stamp: str, timeout: int,
+               failure_ttl: int) -> tuple[tuple[Any, ...], ...]:
         values = {"data": zlib.compress(JSONSerializer.dumps((JOB_FUNCTION, None, (payload,), {}))),
-                  "description": description, **dict.fromkeys(_STAMPS, stamp)}
+                  "description": description, "timeout": timeout, "failure_ttl": failure_ttl,
+                  **dict.fromkeys(_STAMPS, stamp)}
         out = [list(command) for command in self.commands]
         key = str(Job.key_for(job_id))
         for c in self.job_key_at:

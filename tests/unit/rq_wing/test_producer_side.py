@@ -46,7 +46,8 @@ def test_a_jobs_enqueue_commands_from_the_template_are_rqs_own(queue, namespace,
     """The template fills in each job's parts; the commands equal those RQ's own enqueue makes for the job."""
     commands = EnqueueCommands()
     payload = {**extra, "request": {"query": "what did Caroline research?", "namespace": namespace}}
-    commands(queue, {"request": {"namespace": "another"}}, "earlier-job", timeout, failure_ttl, now + 1)  # warm
+    # The queue's template made by another job, of another timeout and failure TTL:
+    commands(queue, {"request": {"namespace": "another"}}, "earlier-job", timeout + 1, failure_ttl + 2, now + 1)
     assert commands(queue, payload, job_id, timeout, failure_ttl, now) == \
         commands.from_rq(queue, payload, job_id, timeout, failure_ttl, now)
 
