@@ -13,10 +13,9 @@ import zlib
 
 try:
     from isal import isal_zlib as inflater_module
-    _BROKEN: tuple[type[Exception], ...] = (zlib.error, inflater_module.error)
 except ImportError:  # no ISA-L wheel for this platform
-    inflater_module = zlib  # type: ignore[assignment]
-    _BROKEN = (zlib.error,)
+    import zlib as inflater_module  # type: ignore[no-redef]
+_BROKEN: tuple[type[Exception], ...] = tuple({zlib.error, getattr(inflater_module, "error", zlib.error)})
 
 _STEP = 64 * 1024
 
