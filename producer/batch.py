@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import time
 from collections import Counter
@@ -28,11 +29,13 @@ from typing import IO, Any, Protocol
 
 from ferret import keys
 from ferret.contract import FINAL_STATUSES, RetrievalResult
-from ferret.errors import BadResult, InvalidRequest, ResultTimeout
+from ferret.errors import BadResult, InvalidRequest, RedisUnreachable, ResultTimeout
 from ferret.json_input import parse_object
 from ferret.producer.client import JobHandle, Producer
 
 RUN_SUFFIX = ".run.json"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -280,6 +283,10 @@ class _Collector:
                     self.pending[number][0], min(self._full_wait(), max(0.0, deadline - time.monotonic())))
             except ResultTimeout:
                 self.last_found = time.monotonic() - STALL_SECONDS / 2  # listen a while, then this one again
+                continue
+            except RedisUnreachable as exc:  # at the end of this one job's short wait: the batch's is longer
+                logger.warning("%s; the batch waits on (until its --wait is up)", exc)
+                self.last_found = time.monotonic() - STALL_SECONDS / 2
                 continue
             except BadResult as exc:
                 answer = exc

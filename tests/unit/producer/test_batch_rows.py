@@ -3,6 +3,7 @@ as the row and the result's JSON form (the result is dumped by pydantic's core, 
 
 import io
 import json
+import time
 
 from ferret.contract import RetrievalResult, Timestamps
 from ferret.producer.batch import _write
@@ -24,3 +25,37 @@ def test_a_row_without_a_result_is_written_as_it_is():
     out = io.StringIO()
     _write(out, {"line": 3, "status": None, "error": "forged"})
     assert out.getvalue() == '{"line":3,"status":null,"error":"forged"}\n'
+
+
+def test_redis_out_of_reach_at_the_end_of_one_jobs_stall_wait_does_not_end_the_batch(monkeypatch):
+    """The stall check waits a few seconds for the oldest job; Redis out of reach at its end is that wait's
+    error, not the batch's: the batch waits on, until its own --wait is up, and writes the result."""
+    from types import SimpleNamespace
+
+    import fakeredis
+
+    from ferret.errors import RedisUnreachable
+    from ferret.producer import batch
+    from ferret.producer.client import JobHandle
+
+    monkeypatch.setattr(batch, "STALL_SECONDS", 0.05)
+    monkeypatch.setattr(batch, "POLL_SECONDS", 0.01)
+    result = RetrievalResult(job_id="fr-r-9", namespace="alice", queue="batch", status="ok",
+                             timestamps=Timestamps(enqueued_at=1.0, deadline_at=2.0))
+    waits = []
+
+    def wait(handle, timeout):
+        waits.append(timeout)
+        if len(waits) == 1:
+            raise RedisUnreachable("Redis was out of reach for the last 0 s of the 5 s waited for job fr-r-9")
+        return result
+
+    producer = SimpleNamespace(client=fakeredis.FakeRedis(), wait=wait,
+                               results_of=lambda handles: [None] * len(handles),
+                               settings=SimpleNamespace(redis=SimpleNamespace(failover_check_seconds=2.0)))
+    out, summary = io.StringIO(), batch.BatchSummary(run="r")
+    with batch._Collector(producer, out, summary, batch.NoProgress()) as collector:
+        collector.expect(1, JobHandle("fr-r-9", "batch", "alice", "line-1", "t"), False)
+        collector.finish(time.monotonic() + 30)
+    assert len(waits) == 2 and summary.by_status["ok"] == 1 and summary.unfinished == 0
+    assert json.loads(out.getvalue())["job_id"] == "fr-r-9"
