@@ -51,6 +51,7 @@ from rq.registry import StartedJobRegistry
 from rq.results import Result
 from rq.worker import WorkerStatus
 
+from ferret.redis_plumbing.lean_transaction import lean_transaction
 from ferret.rq_layer.clock import rq_now as utc_now
 
 COALESCE_SECONDS = 0.5
@@ -119,7 +120,7 @@ class CoalescedBookkeeping:
         if not lean_success(job, queue):
             super().handle_job_success(job, queue, started_job_registry, execution)  # type: ignore[misc]
             return
-        with self.connection.pipeline() as pipeline:  # type: ignore[attr-defined]
+        with lean_transaction(self.connection) as pipeline:  # type: ignore[attr-defined]
             self.success_commands(job, execution, pipeline)
             self.idle_commands(pipeline)
             pipeline.execute()
@@ -166,7 +167,7 @@ class OneTripJobStart:
     def prepare_execution(self, job: Job) -> Execution:
         """The execution record, ``busy``, and what ``prepare_job_execution``
         would send next (heart-beats, the job's start), at once."""
-        with self.connection.pipeline() as pipeline:  # type: ignore[attr-defined]
+        with lean_transaction(self.connection) as pipeline:  # type: ignore[attr-defined]
             heartbeat_ttl = self.get_heartbeat_ttl(job)  # type: ignore[attr-defined]
             execution = self.start_commands(job, heartbeat_ttl, pipeline)
             self.set_state(WorkerStatus.BUSY, pipeline=pipeline)  # type: ignore[attr-defined]

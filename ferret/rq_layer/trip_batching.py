@@ -48,6 +48,7 @@ from rq.registry import StartedJobRegistry
 from rq.worker import WorkerStatus
 
 from ferret.envelope import deadline_of
+from ferret.redis_plumbing.lean_transaction import lean_transaction
 from ferret.rq_layer.bookkeeping import lean_success
 from ferret.rq_layer.intake import put_back_commands
 
@@ -131,7 +132,7 @@ class JobsPerTrip:
         held = [other for other, _ in self._held() if other.id not in self._prestarted()]
         if not held:
             return super().prepare_execution(job)  # type: ignore[misc, no-any-return]
-        with self.connection.pipeline() as pipeline:
+        with lean_transaction(self.connection) as pipeline:
             ttl = max(self.get_heartbeat_ttl(other) for other in [job, *held])  # type: ignore[attr-defined]
             execution = self.start_commands(job, ttl, pipeline)  # type: ignore[attr-defined]
             for other in held:
@@ -149,7 +150,7 @@ class JobsPerTrip:
             super().handle_job_success(job, queue, started_job_registry, execution)  # type: ignore[misc]
             return
         if self._ferret_kept_back is None:
-            self._ferret_kept_back = self.connection.pipeline()
+            self._ferret_kept_back = lean_transaction(self.connection)
             self._ferret_kept_since = time.monotonic()
         self.success_commands(job, execution, self._ferret_kept_back)  # type: ignore[attr-defined]
         if self._held() and not self._stop_requested \
