@@ -9,8 +9,9 @@
   builds, each time checking it against a ``typing.Protocol`` (Python 3.11's check walks the protocol's
   members: ~9 us). The answer for a given serializer never changes, so it is kept.
 
-Like ``clock.use_clock``, ``use_cheap_helpers`` replaces the functions in every RQ module that holds them,
-and only a Ferret worker calls it, at start-up: an application's own process keeps RQ as it is.
+Like ``clock.use_clock``, ``use_cheap_helpers`` replaces the functions in every RQ module that holds them
+(``rq_modules.replace_in_rq``), and only a Ferret worker calls it, at start-up: an application's own process
+keeps RQ as it is.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import re
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import rq.serializers
 import rq.utils
+
+from ferret.rq_layer.rq_modules import replace_in_rq
 
 _RQ_UTCPARSE: Callable[[str], datetime.datetime] = rq.utils.utcparse
 _RQ_RESOLVE: Callable[..., Any] = rq.serializers.resolve_serializer
@@ -54,11 +56,5 @@ def resolve_serializer(serializer: Any = None) -> Any:
 
 def use_cheap_helpers() -> None:
     """Every RQ module that holds RQ's ``utcparse`` or ``resolve_serializer`` gets this module's."""
-    swaps = {_RQ_UTCPARSE: utcparse, _RQ_RESOLVE: resolve_serializer}
-    for name, module in list(sys.modules.items()):
-        if name != "rq" and not name.startswith("rq."):
-            continue
-        for attribute in ("utcparse", "resolve_serializer"):
-            held = getattr(module, attribute, None)
-            if held in swaps:
-                setattr(module, attribute, swaps[held])
+    replace_in_rq("utcparse", {_RQ_UTCPARSE: utcparse})
+    replace_in_rq("resolve_serializer", {_RQ_RESOLVE: resolve_serializer})

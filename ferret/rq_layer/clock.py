@@ -17,12 +17,12 @@ clock, and Ferret's jobs carry Redis's time in their enqueue stamps instead
 from __future__ import annotations
 
 import datetime
-import sys
 from collections.abc import Callable
 
 import rq.utils
 
 from ferret.redis_plumbing.clock import Clock
+from ferret.rq_layer.rq_modules import replace_in_rq
 
 _HOST_NOW: Callable[[], datetime.datetime] = rq.utils.now
 _current: list[Callable[[], datetime.datetime]] = [_HOST_NOW]  # what RQ's modules hold now
@@ -40,10 +40,7 @@ def use_clock(clock: Clock) -> None:
     # Every RQ module holds the host's now or the current one (a module imported since the last
     # call took rq.utils.now, the current one), so only those two are replaced, and no earlier
     # clock (and the Redis client in it) is kept alive.
-    replaced = {_HOST_NOW, _current[0]}
-    for name, module in list(sys.modules.items()):
-        if (name == "rq" or name.startswith("rq.")) and getattr(module, "now", None) in replaced:
-            module.now = now  # type: ignore[attr-defined]
+    replace_in_rq("now", {_HOST_NOW: now, _current[0]: now})
     _current[0] = now
 
 
