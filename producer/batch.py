@@ -281,12 +281,10 @@ class _Collector:
             try:
                 answer: RetrievalResult | Exception = self.producer.wait(
                     self.pending[number][0], min(self._full_wait(), max(0.0, deadline - time.monotonic())))
-            except ResultTimeout:
+            except (ResultTimeout, RedisUnreachable) as exc:  # this one job's short wait is up: the batch's is longer
+                if isinstance(exc, RedisUnreachable):
+                    logger.warning("%s; the batch waits on (until its --wait is up)", exc)
                 self.last_found = time.monotonic() - STALL_SECONDS / 2  # listen a while, then this one again
-                continue
-            except RedisUnreachable as exc:  # at the end of this one job's short wait: the batch's is longer
-                logger.warning("%s; the batch waits on (until its --wait is up)", exc)
-                self.last_found = time.monotonic() - STALL_SECONDS / 2
                 continue
             except BadResult as exc:
                 answer = exc
