@@ -27,13 +27,15 @@ from typing import Any
 
 from redis import Redis
 from redis.client import EMPTY_RESPONSE, Pipeline
-from redis.connection import HiredisRespSerializer
 from redis.exceptions import DataError, ExecAbortError, ResponseError, WatchError
 
 try:
     from hiredis import pack_command
-except ImportError:  # redis-py's own packing then (slower, the same bytes)
-    pack_command = None
+    from redis.connection import HiredisRespSerializer
+    _HIREDIS_PACKERS: tuple[type, ...] = (HiredisRespSerializer,)
+except ImportError:  # redis-py's own transaction then
+    pack_command = None  # type: ignore[assignment]
+    _HIREDIS_PACKERS = ()
 
 _MULTI = pack_command(("MULTI",)) if pack_command is not None else b""
 _EXEC = pack_command(("EXEC",)) if pack_command is not None else b""
@@ -43,8 +45,7 @@ class LeanTransaction(Pipeline):
     """redis-py's transaction pipeline, its replies read raw (see the module)."""
 
     def _execute_transaction(self, connection: Any, commands: Any, raise_on_error: bool) -> list[Any]:
-        if (pack_command is None or not isinstance(getattr(connection, "_command_packer", None),
-                                                   HiredisRespSerializer)
+        if (pack_command is None or not isinstance(getattr(connection, "_command_packer", None), _HIREDIS_PACKERS)
                 or getattr(connection, "himport_registry", None)
                 or any(EMPTY_RESPONSE in options for _, options in commands)):
             return super()._execute_transaction(connection, commands, raise_on_error)  # type: ignore[no-any-return]
@@ -80,11 +81,11 @@ def _packed(args: tuple[Any, ...]) -> bytes:
     if " " in first if isinstance(first, str) else b" " in first:
         args = (*first.split(), *args[1:])
     try:
-        return pack_command(args)  # type: ignore[misc, no-any-return]
+        return pack_command(args)  # type: ignore[arg-type, no-any-return]
     except TypeError:
         pass
     try:
-        return pack_command(tuple(bytes(arg) if isinstance(arg, bytearray) else arg  # type: ignore[misc]
+        return pack_command(tuple(bytes(arg) if isinstance(arg, bytearray) else arg  # type: ignore[arg-type]
                                   for arg in args))
     except TypeError as exc:
         raise DataError(str(exc)) from exc
