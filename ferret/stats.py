@@ -64,7 +64,7 @@ class JobStats(BaseModel):
     # results each retriever contributed, sub-queries where every retriever was weak, retriever errors.
     fusion: dict[str, Any] | None = None
     # The local backend's index for this job (ferret.worker.backends.index_registry).
-    index: str | None = None  # warm | caught_up | disk | snapshot | built
+    index: str | None = None  # warm | caught_up | disk | snapshot | shared | built
     index_changes: int | None = None  # change-log entries applied before the search (staged: no commit)
     index_staged: int | None = None  # changes searchable from memory, not yet committed to the index
     index_folded: int | None = None  # staged changes committed on this job's path (backend.local.fold_changes)

@@ -42,7 +42,7 @@ STAGES = ("cache", "rewrite", "classify", "decompose", "complexity", "search", "
 FALLBACK_OUTCOMES = ("ok", "failed", "timeout")
 AGENT_OUTCOMES = ("ok", "clarification", "deadline", "fallback", "disabled")
 AGENT_STEP_BUCKETS = (1, 2, 3, 4, 5, 6, 7, 10, 20)
-INDEX_READINESS = ("warm", "caught_up", "disk", "snapshot", "built")
+INDEX_READINESS = ("warm", "caught_up", "disk", "snapshot", "shared", "built")
 FOLD_WHEN = ("job", "after_job")
 # Re-rank outcomes counted; "off" (not asked) and "too_few" (nothing to order) are not.
 RERANK_OUTCOMES = ("ok", "disabled", "deadline", "timeout", "error", "malformed", "circuit_open")

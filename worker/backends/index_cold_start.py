@@ -30,6 +30,8 @@ from ferret.worker.backends.index_entry import (
     read_state,
     save_state,
 )
+from ferret.worker.backends.index_sharing import PeerIndexes
+from ferret.worker.backends.store_identity import local_store_identity
 from ferret.worker.backends.tantivy_index import MemoryIndex
 
 logger = logging.getLogger(__name__)
@@ -46,10 +48,13 @@ class ColdStart:
         self.indexes = indexes
         self.start_builder = start_builder
         self.builds = 0
+        self.peers = PeerIndexes(root, lambda: local_store_identity(client))
 
     def adopt_directories(self) -> None:
         """Directories a previous work horse of this worker left: known, opened on first use."""
         for path in self.root.iterdir() if self.root.exists() else ():
+            if not path.is_dir():
+                continue  # the root's own files (``index_sharing.STORE_FILE``)
             try:
                 namespace, position = read_state(path)
             except (OSError, ValueError, KeyError, TypeError):
@@ -83,8 +88,10 @@ class ColdStart:
         path.mkdir(parents=True)
         return path
 
-    def cold(self, namespace: str, wait_seconds: float, use_snapshot: bool) -> tuple[IndexEntry, str]:
-        """A snapshot, else a build (a small namespace), else a builder's snapshot waited for."""
+    def cold(self, namespace: str, wait_seconds: float, use_snapshot: bool,
+             use_peers: bool = True) -> tuple[IndexEntry, str]:
+        """A snapshot, else another worker's copy or a build (a small namespace), else a builder's snapshot
+        waited for."""
         manifest = snapshots.read_manifest(self.client, namespace)
         count = int(self.client.hlen(keys.memories(namespace)))
         if manifest is not None and use_snapshot:
@@ -92,6 +99,10 @@ class ColdStart:
             if entry is not None:
                 return entry, "snapshot"
         if count <= self.settings.inline_build_max:
+            if use_peers and count >= self.settings.fold_changes:  # a smaller one is staged whole: cheaper
+                entry = self.from_peer(namespace)
+                if entry is not None:
+                    return entry, "shared"
             return self.build(namespace), "built"
         self.start_builder(namespace)
         deadline = time.monotonic() + wait_seconds
@@ -105,6 +116,23 @@ class ColdStart:
         raise IndexNotReady(NAME, f"the index of namespace {namespace!r} ({count:,} memories) is being built "
                                   "by a builder process and was not ready within this job's budget; it is kept "
                                   "when done, so a retry in a few seconds will find it")
+
+    def from_peer(self, namespace: str) -> IndexEntry | None:
+        """Another worker's committed index of ``namespace`` on this host, by hard links
+        (``index_sharing``); None when none can be taken."""
+        directory = self.fresh_directory(namespace)
+        try:
+            taken = self.peers.take(namespace, directory)
+        except (OSError, redis.RedisError) as exc:  # the peers' roots unreadable, the store's identity
+            logger.info("namespace=%s no peer's index looked at (%s)", namespace, exc)
+            taken = None
+        if taken is None:
+            return None
+        index, position = taken
+        entry = IndexEntry(namespace, directory, position, directory_bytes(directory), index=index)
+        self.indexes.add(entry)
+        save_state(entry)
+        return entry
 
     def from_snapshot(self, namespace: str, manifest: snapshots.Manifest) -> IndexEntry | None:
         directory = self.fresh_directory(namespace)

@@ -157,7 +157,8 @@ class IndexRegistry:
         except Gap:
             logger.info("namespace=%s change log no longer covers the index; loading afresh", namespace)
             self.indexes.drop(namespace)
-            entry, how = self.cold_start.cold(namespace, wait_seconds, use_snapshot=how != "snapshot")
+            entry, how = self.cold_start.cold(namespace, wait_seconds, use_snapshot=how != "snapshot",
+                                              use_peers=how != "shared")
             try:
                 changes = catch_up(self.client, entry, self.held)
             except Gap:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 
 import redis
 
@@ -24,6 +23,7 @@ from ferret.errors import ConfigError
 from ferret.redis_plumbing.redis_conn import redacted
 from ferret.settings import Settings
 from ferret.steps import text
+from ferret.worker.backends.store_identity import local_store_identity
 
 
 def store_identity(settings: Settings, store: redis.Redis) -> str:
@@ -32,8 +32,7 @@ def store_identity(settings: Settings, store: redis.Redis) -> str:
         nous = settings.backend.nous
         where = json.dumps({"default": nous.base_url, **nous.namespaces}, sort_keys=True)
         return "nous:" + hashlib.sha256(where.encode()).hexdigest()[:24]
-    store.set(keys.store_identity(), "local:" + secrets.token_hex(12), nx=True)
-    return (text(store.get(keys.store_identity())) or "")[:100]
+    return local_store_identity(store)
 
 
 def binding_seconds(settings: Settings) -> int:
