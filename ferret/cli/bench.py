@@ -93,6 +93,26 @@ def round_trips(jobs: int) -> None:
     click.echo(json.dumps(figures))
 
 
+@bench.command(name="drain")
+@click.option("--jobs", default=2000, show_default=True, type=click.IntRange(1, 1_000_000),
+              help="Jobs a round (and as many queries in-process).")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100))
+@click.option("--memories", default=5000, show_default=True, type=click.IntRange(1, 5000),
+              help="Memories in the namespace (at most 5,000: built in the job's process).")
+def drain(jobs: int, rounds: int, memories: int) -> None:
+    """A worker's CPU a job draining a deep queue in this process, against the same pipeline in-process."""
+    from ferret.bench.drain import run
+
+    report = run(jobs, rounds, memories)
+    for row in report["rounds_run"]:
+        click.echo(f"pipeline {row['pipeline_ms']} ms a query, worker {row['worker_ms']} ms a job: "
+                   f"{row['over_pipeline']}x, machinery {row['machinery_ms']} ms a job")
+    median = report["median"]
+    click.echo(f"median: {median['over_pipeline']}x the pipeline, machinery {median['machinery_ms']} ms a job; "
+               f"outcomes {report['outcomes']}")
+    click.echo(json.dumps(report))
+
+
 def _setting_env(values: tuple[str, ...]) -> dict[str, str]:
     """``--setting section.key=value`` options as the FERRET_* variables the benchmark's workers get."""
     env = {}

@@ -1,0 +1,92 @@
+"""A worker's machinery on its own: one simple worker draining a deep queue in this process.
+
+On a private redis-server with a namespace of ``memories`` synthetic memories (``ferret bench scale``'s
+corpus; 5,000: the local backend builds it in the job's process, no builder), a Ferret simple worker is built
+in this process (as ``ferret worker`` builds it) and warmed; then, alternating per round:
+
+- **in-process**: ``jobs`` fresh queries through the same pipeline on the same backend, one after another;
+- **worker**: ``jobs`` more fresh queries enqueued as Ferret jobs, then drained (``burst``): the worker's
+  whole job (take, start, envelope, pipeline, result and trace write, success, metrics).
+
+Both are this process's CPU time, so nothing else on the machine is in the figure (``ferret bench overhead``
+has the producer's and Redis's parts, with worker processes). Printed per round and as medians: the
+pipeline's CPU a query, the worker's CPU a job, the worker's over the pipeline's, and the difference: the
+machinery a job carries.
+
+    ferret bench drain [--jobs 2000] [--rounds 3] [--memories 5000]
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import statistics
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ferret.bench.overhead import NAMESPACE, NO_CACHE, corpus_server
+from ferret.bench.scale import Corpus
+from ferret.contract import RetrievalResult
+from ferret.producer.client import Producer
+from ferret.rq_layer.runner import build_worker
+from ferret.settings import load_settings
+from ferret.worker.pipeline.orchestrator import run_pipeline
+
+WARM_JOBS = 50
+
+
+def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
+    corpus = Corpus()
+    rows: list[dict[str, float]] = []
+    logging.disable(logging.INFO)
+    try:
+        with tempfile.TemporaryDirectory(prefix="ferret-bench-drain-") as home:
+            server, client = corpus_server(Path(home), corpus, memories)
+            env = {"FERRET_REDIS__URL": server.url, **NO_CACHE}
+            saved = {name: os.environ.get(name) for name in env}
+            os.environ.update(env)  # what the worker's process reads, as a worker process would
+            try:
+                settings = load_settings(environ=env)
+                producer = Producer(client, settings)
+                worker = build_worker(client, settings, worker_class="simple")
+
+                def drain(queries: list[str]) -> float:
+                    handles = producer.enqueue_many([{"query": q, "namespace": NAMESPACE, "deadline_seconds": 600}
+                                                     for q in queries])
+                    began = time.process_time()
+                    worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
+                    spent = time.process_time() - began
+                    # read after the CPU: a job that failed fast would cost less than one that ran
+                    outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
+                                    for result in producer.results_of(handles))
+                    return spent
+
+                outcomes: Counter[str] = Counter()
+                drain([corpus.query() for _ in range(WARM_JOBS)])
+                outcomes.clear()
+                backend = worker.ferret_context.backends.for_namespace(NAMESPACE)
+                for _ in range(rounds):
+                    queries = [corpus.query() for _ in range(jobs)]
+                    began = time.process_time()
+                    for query in queries:
+                        run_pipeline(query, backend, settings.pipeline)
+                    pipeline_ms = (time.process_time() - began) / jobs * 1000
+                    worker_ms = drain([corpus.query() for _ in range(jobs)]) / jobs * 1000
+                    rows.append({"pipeline_ms": round(pipeline_ms, 3), "worker_ms": round(worker_ms, 3),
+                                 "over_pipeline": round(worker_ms / pipeline_ms, 2),
+                                 "machinery_ms": round(worker_ms - pipeline_ms, 3)})
+            finally:
+                for name, value in saved.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
+                server.stop()
+    finally:
+        logging.disable(logging.NOTSET)
+    medians = {part: round(statistics.median(row[part] for row in rows), 3) for part in rows[0]}
+    return {"jobs": jobs, "rounds": rounds, "memories": memories, "rounds_run": rows, "median": medians,
+            "outcomes": dict(outcomes)}
