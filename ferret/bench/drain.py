@@ -54,8 +54,12 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
                 worker = build_worker(client, settings, worker_class="simple")
 
                 def drain(queries: list[str]) -> float:
-                    handles = producer.enqueue_many([{"query": q, "namespace": NAMESPACE, "deadline_seconds": 600}
-                                                     for q in queries])
+                    handles = []
+                    for answer in producer.enqueue_many([{"query": q, "namespace": NAMESPACE,
+                                                          "deadline_seconds": 600} for q in queries]):
+                        if isinstance(answer, Exception):
+                            raise answer
+                        handles.append(answer)
                     began = time.process_time()
                     worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
                     spent = time.process_time() - began
@@ -67,7 +71,7 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
                 outcomes: Counter[str] = Counter()
                 drain([corpus.query() for _ in range(WARM_JOBS)])
                 outcomes.clear()
-                backends = worker.ferret_context.backends
+                backends = worker.ferret_context.backends  # type: ignore[attr-defined]
                 for _ in range(rounds):
                     queries = [corpus.query() for _ in range(jobs)]
                     began = time.process_time()
