@@ -19,9 +19,10 @@ has committed on this host, and takes it by hard links (no bytes copied):
 - anything out of place (the peer dropped a file between the listing and the link, evicted the whole
   directory, holds only staged writes, a file does not open) ends the attempt: the directory is removed
   and the worker builds, as before;
-- only the roots of live workers (the process id in the root's name), of this host, and of the same memory
-  store (each root names its store's identity in ``STORE_FILE``) are looked at: a worker of another store,
-  with namespaces of the same names, is never a peer.
+- only the roots of live workers (the process id in the root's name), of this host, of this user (the base
+  directory is every user's to write in), and of the same memory store (each root names its store's
+  identity in ``STORE_FILE``) are looked at: a worker of another store, with namespaces of the same names,
+  is never a peer, and nothing another user planted is taken. A symbolic link is never followed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import contextlib
 import logging
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -80,7 +82,7 @@ class PeerIndexes:
             for root in self.root.parent.glob(self.host_prefix + "*"):
                 parts = root.name.rsplit("-", 2)
                 if root == self.root or len(parts) != 3 or parts[0] + "-" != self.host_prefix \
-                        or not parts[1].isdigit() or not pid_alive(int(parts[1])) or not root.is_dir():
+                        or not parts[1].isdigit() or not pid_alive(int(parts[1])) or not _own_directory(root):
                     continue
                 try:
                     if (root / STORE_FILE).read_text() != identity:
@@ -100,8 +102,8 @@ class PeerIndexes:
                 found, position = read_state(source)
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # none there, or being made
-            if found != namespace or position == EMPTY:
-                continue  # staged writes only: nothing committed to take
+            if found != namespace or position == EMPTY or not _own_directory(source):
+                continue  # staged writes only: nothing committed to take (or not this user's)
             try:
                 _link_all(source, directory)
                 index = MemoryIndex(str(directory))
@@ -118,16 +120,27 @@ class PeerIndexes:
         return None
 
 
+def _own_directory(path: Path) -> bool:
+    """A directory of this process's user (the base, ``/dev/shm`` by default, is every user's to write in:
+    another user's files are never taken)."""
+    try:
+        info = path.stat(follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+
+
 def _link_all(source: Path, directory: Path) -> None:
     """Hard links in ``directory`` to ``source``'s index files: the ones that name the others first."""
     for name in _FIRST:
         with contextlib.suppress(FileNotFoundError):  # .managed.json: absent until a first garbage collection
-            os.link(source / name, directory / name)
+            os.link(source / name, directory / name, follow_symlinks=False)
     for entry in os.scandir(source):
         name = entry.name
-        if name in _FIRST or name in _TANTIVY_LOCKS or name.startswith(STATE_FILE) or not entry.is_file():
+        if name in _FIRST or name in _TANTIVY_LOCKS or name.startswith(STATE_FILE) \
+                or not entry.is_file(follow_symlinks=False):
             continue
-        os.link(entry.path, directory / name)
+        os.link(entry.path, directory / name, follow_symlinks=False)
 
 
 def _empty(directory: Path) -> None:

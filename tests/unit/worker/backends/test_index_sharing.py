@@ -11,6 +11,7 @@ import pytest
 from ferret import keys
 from ferret.records import Filters, Memory
 from ferret.settings import LocalSettings
+from ferret.worker.backends import index_sharing
 from ferret.worker.backends.index_entry import STATE_FILE, directory_name, read_state
 from ferret.worker.backends.index_sharing import STORE_FILE
 from ferret.worker.backends.local import LocalBackends, MemoryStore
@@ -159,3 +160,16 @@ def test_after_taking_each_worker_commits_on_its_own_without_touching_the_others
         assert _hits(first.for_namespace("ns"), query) == _hits(second.for_namespace("ns"), query)
     assert {h for h, _ in _hits(second.for_namespace("ns"), "zebra")} == {"w0", "w1", "w2"}
     assert first.registry.builds == 1 and second.registry.builds == 0
+
+
+def test_another_users_directories_are_never_taken(client, tmp_path, monkeypatch):
+    """The base (/dev/shm by default) is every user's to write in: a copy planted by another user, store
+    identity and all, is not taken. Here the peer's files are this user's and the taker runs as another."""
+    MemoryStore(client, "ns").upsert(_memories())
+    _worker(client, _root(tmp_path, suffix="a")).for_namespace("ns")
+    taker = _worker(client, _root(tmp_path, suffix="b"))
+    me = os.getuid()
+    monkeypatch.setattr(index_sharing.os, "getuid", lambda: me + 1)
+    assert taker.for_namespace("ns").readiness.how == "built"
+    monkeypatch.undo()
+    assert _worker(client, _root(tmp_path, suffix="c")).for_namespace("ns").readiness.how == "shared"
