@@ -96,7 +96,8 @@ def round_trips(jobs: int) -> None:
 @bench.command(name="drain")
 @click.option("--jobs", default=2000, show_default=True, type=click.IntRange(1, 1_000_000),
               help="Jobs a round (and as many queries in-process).")
-@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100))
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100),
+              help="Rounds, the pipeline's and the worker's alternated; medians printed.")
 @click.option("--memories", default=5000, show_default=True, type=click.IntRange(1, 5000),
               help="Memories in the namespace (at most 5,000: built in the job's process).")
 def drain(jobs: int, rounds: int, memories: int) -> None:
