@@ -4,7 +4,7 @@ Every worker process keeps its index directories under a root of its own, the ro
 side under one base (``local.default_index_root``: ``/dev/shm`` by default). Each worker used to build
 each namespace it served: with two workers on a host, an agent's namespace of 100 memories was read,
 tokenised and committed twice (~12 ms of CPU each time), and in ``ferret bench agents`` (100 agents of
-10 turns) those first builds were a third of the workers' CPU a turn.
+10 turns) those first builds were about a third of a turn's job in the workers.
 
 Before building a namespace, a worker now looks for a copy another live worker of the same memory store
 has committed on this host, and takes it by hard links (no bytes copied):
