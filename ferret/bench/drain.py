@@ -19,7 +19,6 @@ machinery a job carries.
 from __future__ import annotations
 
 import logging
-import os
 import statistics
 import tempfile
 import time
@@ -45,11 +44,8 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     try:
         with tempfile.TemporaryDirectory(prefix="ferret-bench-drain-") as home:
             server, client = corpus_server(Path(home), corpus, memories)
-            env = {"FERRET_REDIS__URL": server.url, **NO_CACHE}
-            saved = {name: os.environ.get(name) for name in env}
-            os.environ.update(env)  # what the worker's process reads, as a worker process would
             try:
-                settings = load_settings(environ=env)
+                settings = load_settings(environ={"FERRET_REDIS__URL": server.url, **NO_CACHE})
                 producer = Producer(client, settings)
                 worker = build_worker(client, settings, worker_class="simple")
 
@@ -83,11 +79,6 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
                                  "over_pipeline": round(worker_ms / pipeline_ms, 2),
                                  "machinery_ms": round(worker_ms - pipeline_ms, 3)})
             finally:
-                for name, value in saved.items():
-                    if value is None:
-                        os.environ.pop(name, None)
-                    else:
-                        os.environ[name] = value
                 server.stop()
     finally:
         logging.disable(logging.NOTSET)
