@@ -48,13 +48,12 @@ import redis
 from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from redis.connection import AbstractConnection as SyncConnection
 
-from ferret.bench.common import cpu_seconds, percentile, private_redis, stop_processes
+from ferret.bench.common import cpu_seconds, percentile, private_redis, stop_processes, wait_for_workers
 from ferret.bench.locomo import load
 from ferret.bench.loop_stall import StallMeter
 from ferret.producer.api import AsyncClient
 from ferret.producer.rules import JobHandle
 from ferret.records import Memory
-from ferret.rq_layer.producer_side import workers_up
 from ferret.settings import load_settings
 from ferret.worker.backends.local import MemoryStore
 
@@ -190,10 +189,7 @@ def run(data: Path, agents: int = 100, turns: int = 10, periods: tuple[float, ..
         try:
             # Every worker up (imports, settings, resources: ~1 s of CPU each) before the first row's CPU is
             # read: a start-up is no turn's (before, it landed in the first row, ~3 ms a turn at 100 turns/s).
-            while workers_up(sync) < workers:
-                if any(process.poll() is not None for process in processes):
-                    raise RuntimeError("a worker exited at start")
-                time.sleep(0.05)
+            wait_for_workers(processes, sync)
             for period in periods:
                 for arrival in arrivals:
                     sync.flushdb(asynchronous=False)

@@ -82,11 +82,16 @@ def start_workers(env: dict[str, str], count: int, worker_class: str,
     at start fails the bench)."""
     workers = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "-q",
                                  "--worker-class", worker_class], env=env) for _ in range(count)]
-    while workers_up(client) < count:
+    wait_for_workers(workers, client)
+    return workers
+
+
+def wait_for_workers(workers: list[subprocess.Popen[bytes]], client: redis.Redis) -> None:
+    """Until every one of ``workers`` is registered (its start-up done); one that exits first fails the bench."""
+    while workers_up(client) < len(workers):
         if any(worker.poll() is not None for worker in workers):
             raise RuntimeError("a worker exited at start")
         time.sleep(0.05)
-    return workers
 
 
 def write_json(path: Path | None, data: object) -> None:
