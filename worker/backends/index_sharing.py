@@ -98,12 +98,14 @@ class PeerIndexes:
         name = directory_name(namespace)
         for root in self.peers():
             source = root / name
+            if not _own_directory(source):
+                continue  # none there, or not this user's: nothing in it is read
             try:
                 found, position = read_state(source)
             except (OSError, ValueError, KeyError, TypeError):
-                continue  # none there, or being made
-            if found != namespace or position == EMPTY or not _own_directory(source):
-                continue  # staged writes only: nothing committed to take (or not this user's)
+                continue  # being made
+            if found != namespace or position == EMPTY:
+                continue  # staged writes only: nothing committed to take
             try:
                 _link_all(source, directory)
                 index = MemoryIndex(str(directory))
