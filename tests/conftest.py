@@ -21,6 +21,12 @@ from ferret.redis_plumbing.server_process import redis_server_binary
 from ferret.worker.fakes.nous_server import FakeNous
 from tests.timing import scaled
 
+# The CLI renders for a terminal's width when COLUMNS is set, else at a fixed width into a pipe. The suite's
+# children are run as a script would run them, into a pipe: a COLUMNS in the tests' environment (pytest-xdist's
+# workers set COLUMNS=80 and LINES=24; some shells export them) would fold their output at 80 columns.
+for _terminal_size in ("COLUMNS", "LINES"):
+    os.environ.pop(_terminal_size, None)
+
 hypothesis_settings.register_profile("ferret", deadline=None, derandomize=True, max_examples=150)
 hypothesis_settings.load_profile("ferret")
 
