@@ -32,6 +32,7 @@ from ferret.errors import BadResult, ForeignResult
 from ferret.packed import MAX_VALUE_BYTES, UnpackFailed, pack, unpack
 from ferret.redis_plumbing.clock import Clock, RedisClock
 from ferret.redis_plumbing.replication import ReplicaWait
+from ferret.result_json import result_json
 from ferret.signing import result_signature_holds, sign_result, split_result
 from ferret.steps import Call, Step
 
@@ -162,7 +163,7 @@ class ResultStore:
 
 def stored_result(result: RetrievalResult, signing_key: bytes | None, body: bytes | None = None) -> bytes:
     """The bytes stored for a result: signed when a key is set, packed (``body``: its JSON, if dumped)."""
-    body = result.model_dump_json().encode() if body is None else body
+    body = result_json(result) if body is None else body
     return pack(sign_result(signing_key, body) if signing_key is not None else body)
 
 

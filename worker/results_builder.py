@@ -8,6 +8,7 @@ from pydantic import TypeAdapter
 
 from ferret.contract import ResultItem, RetrievalResult
 from ferret.records import Hit
+from ferret.result_json import result_json
 from ferret.worker.pipeline.formatting import preview
 from ferret.worker.pipeline.sections import DEFAULT_SECTIONS, SectionMap
 
@@ -43,12 +44,12 @@ def fit_result(result: RetrievalResult, max_bytes: int) -> tuple[RetrievalResult
     """Trim a result until its JSON fits ``max_bytes``: first the context, then
     results from the tail. Marks ``stats.truncated``. Untouched when it fits.
     Returned with its JSON, which is what the result store writes (dumped once)."""
-    body = result.model_dump_json().encode()
+    body = result_json(result)
     if len(body) <= max_bytes:
         return result, body
     trimmed = result.model_copy(update={"stats": result.stats.with_(truncated=True)})
-    while len(body := trimmed.model_dump_json().encode()) > max_bytes and trimmed.context:
+    while len(body := result_json(trimmed)) > max_bytes and trimmed.context:
         trimmed = trimmed.model_copy(update={"context": trimmed.context[: len(trimmed.context) // 2]})
-    while len(body := trimmed.model_dump_json().encode()) > max_bytes and trimmed.results:
+    while len(body := result_json(trimmed)) > max_bytes and trimmed.results:
         trimmed = trimmed.model_copy(update={"results": trimmed.results[:-1]})
     return trimmed, body

@@ -1,0 +1,65 @@
+"""result_json writes what pydantic's model_dump_json writes, for any result."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic_core import PydanticSerializationError
+
+from ferret.contract import ResultItem, RetrievalResult, Timestamps
+from ferret.result_json import result_json
+from ferret.stats import JobStats
+
+texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)  # lone surrogates: their own test
+floats = st.floats(allow_nan=True, allow_infinity=True)
+maybe_text = st.none() | texts
+
+items = st.builds(ResultItem, id=texts, score=floats, original_score=floats, section=texts, subtype=maybe_text,
+                  sub_query=st.integers(0, 9), sub_query_text=maybe_text, title=texts, preview=texts,
+                  date=maybe_text, rerank_score=st.none() | floats)
+stats = st.builds(JobStats, complexity_score=st.none() | floats, route=maybe_text,
+                  sub_queries=st.none() | st.lists(texts, max_size=3),
+                  stage_ms=st.none() | st.dictionaries(texts, floats, max_size=3),
+                  backend_calls=st.none() | st.lists(st.tuples(texts, texts, floats), max_size=2),
+                  fusion=st.none() | st.dictionaries(texts, st.integers() | floats | texts | st.none(), max_size=3),
+                  cache_hit=st.none() | st.booleans(), retries=st.none() | st.integers(0, 5))
+results = st.builds(
+    RetrievalResult, job_id=texts, request_id=maybe_text, namespace=texts, queue=texts,
+    status=st.sampled_from(["ok", "partial", "expired", "failed"]), error=maybe_text,
+    results=st.lists(items, max_size=4), context=texts, stats=stats,
+    timestamps=st.builds(Timestamps, enqueued_at=floats, deadline_at=floats, started_at=st.none() | floats,
+                         finished_at=st.none() | floats),
+    trace_id=maybe_text, worker=maybe_text)
+
+
+@given(results)
+def test_the_same_bytes_as_pydantic(result):
+    assert result_json(result) == result.model_dump_json().encode()
+
+
+def test_the_same_bytes_for_a_full_result(make_memory):
+    item = ResultItem(id="m1", score=1.3, original_score=1.0, section="EPISODIC", subtype=None, sub_query=1,
+                      sub_query_text="what class did I book", title="Flights booked to Italy",
+                      preview="Booked the flight to Rome for 14 March, window seat \u2028 \x1f é \"quoted\" \\",
+                      date="2026-03-14T07:40:00Z", rerank_score=7.5)
+    result = RetrievalResult(job_id="fr-r-1", request_id="r1", namespace="home", queue="prefetch", status="ok",
+                             results=[item] * 3, context="## Flights\n- Rome, 14 March", worker="w1",
+                             stats=JobStats(route="MODERATE", stage_ms={"search": 1.97}, was_decomposed=True,
+                                            backend_calls=[("search", "ok", 0.001)]),
+                             timestamps=Timestamps(enqueued_at=1.5, deadline_at=6.5, started_at=2.0,
+                                                   finished_at=2.25))
+    assert result_json(result) == result.model_dump_json().encode()
+    assert not math.isnan(result.results[0].score)
+
+
+def test_what_orjson_refuses_fails_as_pydantic_fails():
+    stamps = Timestamps(enqueued_at=1.0, deadline_at=2.0)
+    lone = RetrievalResult(job_id="j", namespace="n", queue="q", status="ok", context="a\ud800b", timestamps=stamps)
+    with pytest.raises(PydanticSerializationError):
+        result_json(lone)
+    huge = RetrievalResult(job_id="j", namespace="n", queue="q", status="ok", timestamps=stamps,
+                           stats=JobStats(fusion={"count": 2**70}))
+    assert result_json(huge) == huge.model_dump_json().encode()
