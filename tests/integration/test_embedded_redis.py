@@ -94,9 +94,12 @@ def test_commands_starting_at_once_share_one_server(embedded_env):
     outputs = [run.communicate(timeout=60) for run in runs]
     assert {out.strip() for out, _ in outputs} == {f"unix://{_socket(embedded_env)}"}
     assert sum("started the embedded Redis" in err for _, err in outputs) == 1, outputs
-    servers = [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.split("\n")
-               if "redis-server" in line and str(_socket(embedded_env).parent) in line]
-    assert len(servers) <= 1  # redis-server shows its bind address, not its arguments, on some builds
+    # Full lines (-ww: ps cuts them at 80 columns otherwise, which left no directory to find), redis-server
+    # processes only (by their command's name: the keeper's arguments name the binary and the directory too).
+    listing = subprocess.run(["ps", "-ww", "-eo", "comm=,args="], capture_output=True, text=True).stdout
+    servers = [line for line in listing.splitlines()
+               if line.split(maxsplit=1)[:1] == ["redis-server"] and str(_socket(embedded_env).parent) in line]
+    assert len(servers) <= 1, servers  # redis-server shows its bind address, not its arguments, on some builds
 
 
 def test_it_stays_while_a_client_is_connected_and_stops_when_idle(embedded_env):
