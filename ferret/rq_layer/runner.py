@@ -181,16 +181,9 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
     gc.collect()
     gc.freeze()
     # RQ registers the worker before it installs its signal handlers: a SIGTERM in between would
-    # end the process unannounced. Until RQ's handlers replace these, a signal is noted as a stop
-    # request, which RQ's loop honours at its first turn (RQ's own handler would raise here,
-    # outside the loop that catches it).
-    def stop_early(signum: int, _frame: Any) -> None:
-        if getattr(worker, "ferret_stop_signal", None) is None:
-            worker.ferret_stop_signal = signum  # type: ignore[attr-defined]
-        worker._stop_requested = True
-
+    # end the process unannounced (StopHandling.request_stop_early).
     for stop_signal in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(stop_signal, stop_early)
+        signal.signal(stop_signal, worker.request_stop_early)  # type: ignore[attr-defined]
     logger.info("Listening on %s at %s (worker %s, %s, pid %d)", ", ".join(q.name for q in worker.queues),
                 redacted(url_of(client)), worker.name, type(worker).__name__, os.getpid())
     reason = "stopped by an error (see above)"

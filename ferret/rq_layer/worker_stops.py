@@ -44,17 +44,34 @@ class StopHandling:
 
     def work(self, *args: Any, **kwargs: Any) -> bool:
         self.ferret_working = True
+        if self.ferret_stop_signal is not None:  # asked before the loop began: RQ's start-up is watched too
+            self._watch_stop()
         try:
             return bool(super().work(*args, **kwargs))  # type: ignore[misc]
         finally:
             self.ferret_working = False
 
     def request_stop(self, signum: int, frame: Any) -> None:
+        self._note_stop(signum)
+        super().request_stop(signum, frame)  # type: ignore[misc]
+
+    def request_stop_early(self, signum: int, _frame: Any) -> None:
+        """The signal handler until RQ's own replace it: RQ registers the worker, then subscribes and sets
+        its state (each a wait on Redis), and only then installs its handlers. A stop asked meanwhile is
+        noted for RQ's loop to honour at its first turn (RQ's handler would raise there, outside the loop
+        that catches it), and watched as any stop is: a start-up waiting on a silent Redis ends within the
+        bound too."""
+        self._note_stop(signum)
+        self._stop_requested = True
+
+    def _note_stop(self, signum: int) -> None:
         if self.ferret_stop_signal is None:
             self.ferret_stop_signal = signum
             if self.ferret_working:
-                threading.Thread(target=self._exit_if_stuck, name="ferret-stop-watchdog", daemon=True).start()
-        super().request_stop(signum, frame)  # type: ignore[misc]
+                self._watch_stop()
+
+    def _watch_stop(self) -> None:
+        threading.Thread(target=self._exit_if_stuck, name="ferret-stop-watchdog", daemon=True).start()
 
     def set_shutdown_requested_date(self) -> None:
         """RQ's note of the stop, in Redis: written by a thread of its own, so the signal handler never

@@ -67,3 +67,26 @@ def test_a_stop_signal_while_lost_jobs_are_reaped_reaches_rq(client, settings, m
     monkeypatch.setattr(worker_classes, "reap", stop_arrives)
     with pytest.raises(StopRequested):
         worker.run_maintenance_tasks()
+
+
+def test_a_stop_while_rq_starts_up_on_a_silent_redis_ends_within_the_bound(client, settings, monkeypatch):
+    """RQ registers the worker, then subscribes (a wait on Redis) before it installs its handlers: a stop
+    asked then, while Redis never answers, is watched as any stop is and ends the process."""
+    import threading
+
+    from ferret.rq_layer import worker_stops
+
+    worker = build_worker(client, settings)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # RQ re-arms handlers: keep pytest's
+    monkeypatch.setattr(worker_stops, "STOP_BOUND_SECONDS", 0.2)
+    exited = threading.Event()
+    monkeypatch.setattr(worker_stops.os, "_exit", lambda code: exited.set())
+
+    def subscribe_to_a_silent_redis() -> None:
+        worker.request_stop_early(signal.SIGTERM, None)  # the handler runs while the start-up waits
+        exited.wait(30)  # Redis never answers: only the watchdog ends this
+
+    monkeypatch.setattr(worker, "subscribe", subscribe_to_a_silent_redis)
+    worker.work(burst=True, with_scheduler=False)
+    assert exited.is_set()
+    assert worker.ferret_stop_signal == signal.SIGTERM
