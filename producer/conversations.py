@@ -2,9 +2,11 @@
 
 An agent prefetches context for its next turn in the background. When the
 next turn comes before the previous prefetch ran, that prefetch is wasted
-work in front of the one that matters: ``prefetch`` enqueues the new job
-and, in one Lua script, takes every older prefetch of the conversation that
-is still on the queue off it and gives it its final result: status
+work in front of the one that matters: ``prefetch`` enqueues the new job,
+pushing its entry on the conversation's list in the same round trip
+(``ferret.producer.put_script``), and when an older prefetch of the
+conversation is still on the queue, one Lua script takes each off it and
+gives it its final result: status
 ``expired`` (it was not run, as a job whose deadline passed in the queue;
 no new status for clients to learn), ``stats.superseded_by`` naming the
 newer job, and an error saying so. An older prefetch a worker has already
@@ -24,11 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from ferret import keys
 from ferret.contract import RetrievalResult, Timestamps
+from ferret.envelope import JobEnvelope
 from ferret.errors import InvalidRequest
-from ferret.results import stored_result
+from ferret.producer.put_script import ConversationPush
+from ferret.results import READ_CAP_BYTES, parse_result, stored_result
 from ferret.rq_layer.producer_side import PREFETCH_QUEUE_KEY, job_key
 from ferret.stats import JobStats
-from ferret.steps import Call, Eval, Now, Step
+from ferret.steps import Call, Eval, Now, Step, text
 
 if TYPE_CHECKING:
     from ferret.producer.rules import JobHandle, ProducerRules
@@ -36,22 +40,25 @@ if TYPE_CHECKING:
 KEPT = 5  # prefetches remembered per conversation
 
 # KEYS: the conversation's list, the prefetch queue, the counter, then per older entry: its
-# result, done and RQ job keys. ARGV: the new entry, the list's TTL, KEPT, then per older
-# entry: its id, its packed superseded result and that result's TTL.
+# result, done and RQ job keys. ARGV: the new entry, the list's TTL, KEPT, whether to push the
+# entry (not when the put pushed it), then per older entry: its id, its packed superseded result
+# and that result's TTL.
 _SUPERSEDE = """
-redis.call('LPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[3]) - 1)
-redis.call('EXPIRE', KEYS[1], ARGV[2])
+if ARGV[4] == '1' then
+  redis.call('LPUSH', KEYS[1], ARGV[1])
+  redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[3]) - 1)
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+end
 local superseded = {}
 local older = (#KEYS - 3) / 3
 for i = 0, older - 1 do
-  local id = ARGV[4 + 3 * i]
+  local id = ARGV[5 + 3 * i]
   if redis.call('LREM', KEYS[2], 0, id) > 0 then
     local result, done, job = KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i]
-    if redis.call('SET', result, ARGV[5 + 3 * i], 'NX', 'EX', ARGV[6 + 3 * i]) then
+    if redis.call('SET', result, ARGV[6 + 3 * i], 'NX', 'EX', ARGV[7 + 3 * i]) then
       redis.call('DEL', done)
       redis.call('RPUSH', done, '1')
-      redis.call('EXPIRE', done, ARGV[6 + 3 * i])
+      redis.call('EXPIRE', done, ARGV[7 + 3 * i])
       redis.call('PUBLISH', done, '1')
     end
     redis.call('DEL', job)
@@ -62,6 +69,21 @@ end
 return superseded
 """
 
+
+# KEYS: the conversation's list. ARGV: the result keys' prefix, the read cap. The list, and the newest
+# entry's job id with its stored result (GETRANGE, as ``read_result``; false when there is none) unless
+# that key holds another type: the usual read in one round trip (any other entry, and a key of another
+# type, are read as before, which says what is wrong). The queue Redis is never a cluster, so the script
+# may name the result's key itself.
+_NEWEST = """
+local entries = redis.call('LRANGE', KEYS[1], 0, -1)
+local id = entries[1] and string.match(entries[1], '^(%S+) ')
+if not id then return {entries} end
+local kind = redis.call('TYPE', ARGV[1] .. id)['ok']
+if kind == 'none' then return {entries, id, false} end
+if kind ~= 'string' then return {entries} end
+return {entries, id, redis.call('GETRANGE', ARGV[1] .. id, 0, ARGV[2])}
+"""
 
 @dataclass(frozen=True)
 class ConversationContext:
@@ -123,18 +145,29 @@ class ConversationRules:
     def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> Step[JobHandle]:
         rules = self.rules
         key = conversation_key(namespace, conversation, rules.settings.limits.max_request_id_chars)
-        now = yield Now()
-        handle = yield from rules.enqueue({**fields, "query": query, "namespace": namespace, "queue": "prefetch"})
-        version = handle.memory_version
-        if version is None:  # a job an earlier call enqueued under this request id
-            version = yield from rules.memory_version(namespace)
-        entry = _Entry(handle.job_id, version, now, handle.deadline_at or now, handle.coalesced or handle.duplicate)
-        older = [found for raw in (yield Call(("LRANGE", key, 0, -1)))
-                 if (found := _Entry.parse(raw)) is not None and found.job_id != handle.job_id
-                 and not found.coalesced]
         ttl = rules.settings.service.ttls()["prefetch"][0]
+
+        def push(job_id: str, envelope: JobEnvelope) -> ConversationPush:
+            entry = _Entry(job_id, envelope.memory_version or 0, envelope.enqueued_at, envelope.deadline_at, False)
+            return ConversationPush(key, str(entry), ttl, KEPT, PREFETCH_QUEUE_KEY)
+
+        handle, queued = yield from rules.enqueue_with(
+            {**fields, "query": query, "namespace": namespace, "queue": "prefetch"}, push)
+        now = yield Now()
+        if queued is None:  # no entry pushed with the put: the job was there already, or another was joined
+            version = handle.memory_version
+            if version is None:  # a job an earlier call enqueued under this request id
+                version = yield from rules.memory_version(namespace)
+            entry = _Entry(handle.job_id, version, now, handle.deadline_at or now, handle.coalesced or handle.duplicate)
+            queued = (yield Call(("LRANGE", key, 0, -1)))
+        else:
+            entry = None
+        older = [found for raw in queued
+                 if (found := _Entry.parse(raw)) is not None and found.job_id != handle.job_id and not found.coalesced]
+        if entry is None and not older:
+            return handle  # the usual turn: the earlier prefetches have run, nothing to take off the queue
         script_keys = [key, PREFETCH_QUEUE_KEY, keys.superseded_count()]
-        args: list[Any] = [str(entry), ttl, KEPT]
+        args: list[Any] = [str(entry) if entry is not None else "", ttl, KEPT, "1" if entry is not None else "0"]
         for old in older:
             script_keys += [keys.result(old.job_id), keys.done(old.job_id), job_key(old.job_id)]
             args += [old.job_id, stored_result(self._superseded(old, namespace, handle, now), rules.signing_key), ttl]
@@ -153,11 +186,16 @@ class ConversationRules:
         rules = self.rules
         key = conversation_key(namespace, conversation, rules.settings.limits.max_request_id_chars)
         newer_pending = False
-        for raw in (yield Call(("LRANGE", key, 0, -1))):
+        entries, *newest = yield Eval(_NEWEST, (key,), (keys.result(""), READ_CAP_BYTES))
+        for raw in entries:
             entry = _Entry.parse(raw)
             if entry is None:
                 continue
-            result = yield from rules.result(entry.job_id)
+            if newest and text(newest[0]) == entry.job_id:
+                result = parse_result(entry.job_id, newest[1] or None, rules.signing_key)
+                newest = []
+            else:
+                result = yield from rules.result(entry.job_id)
             if result is None:
                 newer_pending = True
                 continue

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,14 +29,18 @@ from ferret.contract import RetrievalRequest, RetrievalResult, Timestamps, parse
 from ferret.envelope import JobEnvelope
 from ferret.errors import ForeignResult, InvalidRequest, JobNotFound, RedisUnreachable, ResultTimeout
 from ferret.job_ids import job_id_for
+from ferret.producer.put_script import Claim, ConversationPush, Put, put_job
 from ferret.results import read_result, read_trace, result_exists
 from ferret.rq_layer.producer_side import EnqueueCommands, job_live, job_origin, job_state, workers_serving_step
 from ferret.settings import Settings
 from ferret.signing import sign_job
-from ferret.steps import Batch, Call, Now, Replicate, Step, text
+from ferret.steps import Call, Now, Replicate, Step, text
 from ferret.tracing import new_trace_id
 
 logger = logging.getLogger(__name__)
+
+# Makes a conversation's entry for a job being put (its id and envelope), to push in the same round trip.
+Conversation = Callable[[str, JobEnvelope], ConversationPush]
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,14 @@ class ProducerRules:
 
     def enqueue(self, request: RetrievalRequest | dict[str, Any]) -> Step[JobHandle]:
         """Validate and enqueue; raises InvalidRequest naming the bad field."""
+        handle, _pushed = yield from self.enqueue_with(request)
+        return handle
+
+    def enqueue_with(self, request: RetrievalRequest | dict[str, Any],
+                     conversation: Conversation | None = None) -> Step[tuple[JobHandle, list[bytes] | None]]:
+        """``enqueue``, and when this call puts the job, the entry ``conversation`` makes of it pushed in the
+        same round trip; with the handle, the conversation's earlier entries still queued (None: no entry
+        was pushed, as when the job was there already or another prefetch's was joined)."""
         request = parse_request(request, self.settings.limits)
         backend = self.settings.backend
         if backend.kind == "nous" and backend.nous.url_for(request.namespace) is None:
@@ -238,20 +251,28 @@ class ProducerRules:
             if not (yield Call(("SET", claim, claimed, "NX", "EX", ttl))):
                 existing = yield from self._existing(request, job_id)
                 if existing is not None:
-                    return existing
+                    return existing, None
                 yield Call(("SET", claim, claimed, "EX", ttl))
             elif (yield from result_exists(job_id)):  # a final result outlived its claim: it is still the answer
-                return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
+                return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True), None
         version = yield from self.memory_version(request.namespace)
+        # The job sees every memory write that finished before now (the version read above).
         if (request.request_id is None and request.queue == "prefetch" and self.settings.cache.coalesce
                 and request.options.cache):
-            joined = yield from self._coalesce(request, job_id, version, deadline)
-            if joined is not None:
-                return joined
-        # The job sees every memory write that finished before now (the version read above).
-        envelope = yield from self.put(request, job_id, deadline, version, trace_id)
-        return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
-                         deadline_at=envelope.deadline_at, memory_version=version, request=request)
+            # The twin check's slot is claimed in the put's own round trip; held, the holder is looked at.
+            slot = Claim(inflight_key(cache_key(request, self.settings.backend.kind, version, self._fingerprint)),
+                         job_id, max(1, int(deadline * 1000)))
+            envelope, put = yield from self.put(request, job_id, deadline, version, trace_id, slot, conversation)
+            if not put.put:
+                joined = yield from self._coalesce(request, job_id, version, deadline)
+                if joined is not None:
+                    return joined, None
+                envelope, put = yield from self.put(request, job_id, deadline, version, trace_id, None, conversation)
+        else:
+            envelope, put = yield from self.put(request, job_id, deadline, version, trace_id, None, conversation)
+        handle = JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
+                           deadline_at=envelope.deadline_at, memory_version=version, request=request)
+        return handle, put.queued
 
     def _existing(self, request: RetrievalRequest, job_id: str) -> Step[JobHandle | None]:
         claim = text((yield Call(("GET", keys.request_job(request.namespace, request.request_id or "")))))
@@ -267,9 +288,10 @@ class ProducerRules:
             return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True)
         return None  # claimed but lost (never enqueued, or ended by RQ with no result): enqueue again
 
-    def put(self, request: RetrievalRequest, job_id: str, deadline: float, version: int,
-            trace_id: str) -> Step[JobEnvelope]:
-        """Put the job on its queue (and on enough replicas, when asked)."""
+    def put(self, request: RetrievalRequest, job_id: str, deadline: float, version: int, trace_id: str,
+            claim: Claim | None = None, conversation: Conversation | None = None) -> Step[tuple[JobEnvelope, Put]]:
+        """Put the job on its queue (and on enough replicas, when asked), in one round trip with the in-flight
+        slot's ``claim`` (held: nothing is put) and ``conversation``'s entry (``ferret.producer.put_script``)."""
         now = yield Now()
         envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id, now=now)
         payload = envelope.to_payload()
@@ -279,9 +301,11 @@ class ProducerRules:
         commands = self.enqueue_commands(request.queue, payload, job_id,
                                          timeout=max(1, int(deadline + service.hard_timeout_grace_seconds + 0.999)),
                                          failure_ttl=service.ttls()[request.queue][0], now=now)
-        yield Batch(commands, transaction=True)
-        yield Replicate(f"the enqueue of job {job_id}")
-        return envelope
+        push = conversation(job_id, envelope) if conversation is not None else None
+        put = yield from put_job(commands, claim, push)
+        if put.put:
+            yield Replicate(f"the enqueue of job {job_id}")
+        return envelope, put
 
     def enqueue_again(self, job: JobHandle) -> Step[None]:
         """The same request under the same job id and trace id, with the time its deadline leaves
@@ -295,7 +319,8 @@ class ProducerRules:
 
     def _coalesce(self, request: RetrievalRequest, job_id: str, version: int,
                   deadline: float) -> Step[JobHandle | None]:
-        """The handle of an identical prefetch job still in flight, if any; else claim the slot."""
+        """The handle of an identical prefetch job still in flight, if any; else claim the slot (the put's
+        claim found it held: the holder is looked at here)."""
         slot = inflight_key(cache_key(request, self.settings.backend.kind, version, self._fingerprint))
         ttl_ms = max(1, int(deadline * 1000))
         if (yield Call(("SET", slot, job_id, "NX", "PX", ttl_ms))):

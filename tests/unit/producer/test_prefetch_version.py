@@ -20,14 +20,14 @@ def test_a_write_landing_after_the_enqueue_is_not_stamped_as_seen(monkeypatch):
     store = MemoryStore(client, "ns")
     store.upsert([Memory(id="a", content_body="BTC thesis")])
     enqueued_at = int(client.get(keys.memory_version("ns")))
-    original = ProducerRules.enqueue
+    original = ProducerRules.enqueue_with
 
     def enqueue_then_a_write_lands(self, *args, **kwargs):
-        handle = yield from original(self, *args, **kwargs)
+        put = yield from original(self, *args, **kwargs)
         store.upsert([Memory(id="b", content_body="a note written just after the enqueue")])
-        return handle
+        return put
 
-    monkeypatch.setattr(ProducerRules, "enqueue", enqueue_then_a_write_lands)
+    monkeypatch.setattr(ProducerRules, "enqueue_with", enqueue_then_a_write_lands)
     producer = Producer(client, settings)
     handle = producer.prefetch("ns", "chat-1", "BTC thesis")
     assert handle.memory_version == enqueued_at

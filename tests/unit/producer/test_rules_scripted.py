@@ -14,7 +14,7 @@ from ferret.errors import InvalidRequest
 from ferret.job_ids import job_id_for
 from ferret.producer.rules import JobHandle, ProducerRules, request_digest
 from ferret.settings import load_settings
-from ferret.steps import Batch, Call, Eval, Replicate
+from ferret.steps import Batch, Call, Eval, Now, Replicate
 
 RULES = ProducerRules(load_settings(environ={}))
 
@@ -38,21 +38,42 @@ def _command(op: Any) -> str:
     return type(op).__name__
 
 
-def test_an_enqueue_with_a_request_id_claims_it_reads_the_version_and_sends_one_transaction():
+def test_an_enqueue_with_a_request_id_claims_it_reads_the_version_and_puts_the_job_in_one_script():
     def answer(op: Any) -> Any:
-        return {"SET": True, "EXISTS": 0, "GET": b"7", "Now": 1000.0, "Batch": [1, 1, 1, 1],
-                "Replicate": True}[_command(op)]
+        return {"SET": True, "EXISTS": 0, "GET": b"7", "Now": 1000.0, "Eval": [1], "Replicate": True}[_command(op)]
 
     handle, asked = play(RULES.enqueue({"query": "q", "namespace": "ns", "request_id": "r1"}), answer)
-    assert [_command(op) for op in asked] == ["SET", "EXISTS", "GET", "Now", "Batch", "Replicate"]
+    assert [_command(op) for op in asked] == ["SET", "EXISTS", "GET", "Now", "Eval", "Replicate"]
     claim = asked[0].args
     assert claim[0:2] == ("SET", keys.request_job("ns", "r1")) and "NX" in claim
     assert asked[2].args == ("GET", keys.memory_version("ns")) and asked[2].on == "store"
-    enqueue = asked[4]
-    assert isinstance(enqueue, Batch) and enqueue.transaction
-    assert any(c[0] == "RPUSH" and c[1] == "rq:queue:batch" for c in enqueue.calls) is False  # prefetch by default
-    assert any(c[0] == "RPUSH" and c[1] == "rq:queue:prefetch" for c in enqueue.calls)
+    put = asked[4]
+    commands = RULES.enqueue_commands("prefetch", {}, handle.job_id, timeout=1, failure_ttl=1, now=1000.0)
+    assert list(put.keys) == [command[1] for command in commands]  # no slot claimed, no conversation
+    assert "rq:queue:prefetch" in put.keys and "rq:queue:batch" not in put.keys  # prefetch by default
+    assert put.args[1] == "0" and put.args[4] == "0"
     assert handle.job_id == job_id_for("ns", "r1") and handle.memory_version == 7 and not handle.duplicate
+
+
+def test_a_prefetch_claims_its_twin_slot_in_the_put_and_looks_at_the_holder_when_held():
+    holder = "fr-r-" + "a" * 32
+
+    def held(op: Any) -> Any:
+        if isinstance(op, Eval):
+            return [0]  # the slot is held: nothing was put
+        if isinstance(op, Batch):
+            return [b"queued", 1]  # the holder is a live RQ job
+        if not isinstance(op, Call):
+            return 1000.0  # Now
+        if op.args[0] == "GET":
+            return b"3" if op.args[1] == keys.memory_version("ns") else holder.encode()
+        return {"SET": None, "EXISTS": 0}[op.args[0]]  # the slot still held; the holder has no result
+
+    handle, asked = play(RULES.enqueue({"query": "q", "namespace": "ns"}), held)
+    assert handle.coalesced and handle.job_id == holder
+    put = next(op for op in asked if isinstance(op, Eval))
+    assert put.args[1] == "1" and any("inflight" in str(key) for key in put.keys)
+    assert not any(isinstance(op, Replicate) for op in asked)  # nothing was put, nothing to replicate
 
 
 def test_the_same_request_id_again_is_the_same_job_and_nothing_is_enqueued():
@@ -107,3 +128,55 @@ def test_a_result_is_read_with_a_cap_and_garbage_is_a_bad_result():
     assert found is None and asked[0].args[:2] == ("GETRANGE", keys.result("fr-j"))  # nothing stored yet
     with pytest.raises(BadResult):
         play(RULES.result("fr-j"), lambda op: b"not a result")
+
+
+def test_an_agents_usual_prefetch_is_the_version_read_and_one_script():
+    from ferret.producer.conversations import ConversationRules
+
+    def answer(op: Any) -> Any:
+        return {"GET": b"3", "Now": 1000.0, "Eval": [1, []], "Replicate": True}[_command(op)]
+
+    handle, asked = play(ConversationRules(RULES).prefetch("ns", "chat", "what did I say?"), answer)
+    assert [_command(op) for op in asked if not isinstance(op, Now)] == ["GET", "Eval", "Replicate"]
+    put = next(op for op in asked if isinstance(op, Eval))
+    assert put.args[1] == "1" and put.args[4] == "1"  # the twin slot claimed, the entry pushed
+    assert put.args[5].startswith(f"{handle.job_id} 3 ")
+
+    older_id = "fr-r-" + "c" * 32
+    older = f"{older_id} 2 990.000000 995.000000 0".encode()
+
+    def predecessor_queued(op: Any) -> Any:
+        if isinstance(op, Eval):
+            return [older_id.encode()] if "LREM" in op.source else [1, [older]]  # supersede; put
+        return answer(op)
+
+    handle, asked = play(ConversationRules(RULES).prefetch("ns", "chat", "what did I say?"), predecessor_queued)
+    put, supersede = (op for op in asked if isinstance(op, Eval))
+    assert supersede.args[3] == "0" and keys.result(older_id) in supersede.keys  # its entry is not pushed again
+
+
+def test_reading_a_conversations_newest_context_is_one_script_and_the_version():
+    from ferret.contract import RetrievalResult, Timestamps
+    from ferret.producer.conversations import ConversationRules
+    from ferret.results import stored_result
+
+    job_id = "fr-r-" + "d" * 32
+    stored = stored_result(RetrievalResult(job_id=job_id, namespace="ns", queue="prefetch", status="ok",
+                                           timestamps=Timestamps(enqueued_at=990.0, deadline_at=995.0,
+                                                                 finished_at=991.0)), RULES.signing_key)
+    entry = f"{job_id} 3 990.000000 995.000000 0".encode()
+
+    def answer(op: Any) -> Any:
+        return {"Eval": [[entry], job_id.encode(), stored], "Now": 1000.0, "GET": b"4"}[_command(op)]
+
+    found, asked = play(ConversationRules(RULES).context_for("ns", "chat"), answer)
+    assert [_command(op) for op in asked if not isinstance(op, Now)] == ["Eval", "GET"]
+    assert found.result.job_id == job_id and found.stale and found.age_seconds == 9.0
+
+    def pending(op: Any) -> Any:  # the newest has no result yet: the next entry is read as before
+        if isinstance(op, Eval):
+            return [[entry, b"fr-r-" + b"e" * 32 + b" 3 980.0 985.0 0"], job_id.encode(), None]
+        return {"GETRANGE": b"", "Now": 1000.0, "GET": b"4"}[_command(op)]
+
+    found, asked = play(ConversationRules(RULES).context_for("ns", "chat"), pending)
+    assert found is None and [_command(op) for op in asked] == ["Eval", "GETRANGE"]
