@@ -67,6 +67,34 @@ return {version, changed}
 """
 
 
+# KEYS: version counter, change stream, memories hash. ARGV: the entry to read from (the caller skips it),
+# how many entries, the most ids whose memories come along. The version, the entries, and the ids the
+# entries name (an entry's ``ids`` that is not a JSON list gives none: the caller says what is wrong) with
+# their stored values; no ids when there are more than the most.
+_AFTER = """
+local version = redis.call('GET', KEYS[1])
+local entries = redis.call('XRANGE', KEYS[2], ARGV[1], '+', 'COUNT', ARGV[2])
+local ids, seen = {}, {}
+for _, entry in ipairs(entries) do
+  local fields = entry[2]
+  for i = 1, #fields - 1, 2 do
+    if entry[1] ~= ARGV[1] and fields[i] == 'ids' then
+      local ok, named = pcall(cjson.decode, fields[i + 1])
+      if ok and type(named) == 'table' then
+        for _, id in ipairs(named) do
+          if type(id) == 'string' and not seen[id] then
+            seen[id] = true
+            table.insert(ids, id)
+          end
+        end
+      end
+    end
+  end
+end
+if #ids == 0 or #ids > tonumber(ARGV[3]) then return {version, entries, {}, {}} end
+return {version, entries, ids, redis.call('HMGET', KEYS[3], unpack(ids))}
+"""
+
 @dataclass(frozen=True)
 class Change:
     entry: str  # the stream entry id
@@ -86,6 +114,13 @@ class Position:
 def as_text(value: Any) -> str:
     """A value read from Redis (bytes) as text."""
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pairs(fields: Any) -> dict[Any, Any]:
+    """A stream entry's fields as a script reads them (a flat list) as a mapping; anything else as it is."""
+    if isinstance(fields, list):
+        return dict(zip(fields[::2], fields[1::2], strict=False))
+    return fields  # type: ignore[no-any-return]
 
 
 def parse_entry(entry_id: Any, fields: Any) -> Change | None:
@@ -112,6 +147,7 @@ class ChangeLog:
         self.replicas = replicas
         self.replica_timeout_ms = replica_timeout_ms
         self._write = client.register_script(_WRITE)
+        self._after = client.register_script(_AFTER)
 
     def write(self, op: str, ids: list[str], values: list[str] | None = None,
               embeddings: list[bytes] | None = None) -> tuple[int, int]:
@@ -172,12 +208,13 @@ class ChangeLog:
             version, last = pipe.execute()
         return Position(int(version or 0), as_text(last[0][0]) if last else "0-0")
 
-    def after(self, position: Position, count: int = READ_BATCH) -> tuple[int, list[Change | None]]:
-        """The store's version now and up to ``count`` entries after ``position``'s entry."""
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.get(keys.memory_version(self.namespace))
-            pipe.xrange(keys.changes(self.namespace), min=position.entry, count=count + 1)
-            version, entries = pipe.execute()
-        changes = [parse_entry(entry_id, fields) for entry_id, fields in entries
+    def after(self, position: Position, count: int = READ_BATCH) -> tuple[int, list[Change | None], dict[str, Any]]:
+        """The store's version now, up to ``count`` entries after ``position``'s entry, and the stored value of
+        each memory they name (None: none stored), read with them in one round trip (``_AFTER``); no values
+        when they name more than ``READ_BATCH`` ids (the caller reads those in batches)."""
+        version, entries, ids, values = self._after(
+            keys=[keys.memory_version(self.namespace), keys.changes(self.namespace), keys.memories(self.namespace)],
+            args=[position.entry, count + 1, READ_BATCH])
+        changes = [parse_entry(entry_id, _pairs(fields)) for entry_id, fields in entries
                    if as_text(entry_id) != position.entry]
-        return int(version or 0), changes[:count]
+        return int(version or 0), changes[:count], dict(zip((as_text(i) for i in ids), values, strict=True))

@@ -5,6 +5,7 @@ is said so the index is loaded afresh."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import redis
 
@@ -32,7 +33,7 @@ def catch_up(client: redis.Redis, entry: IndexEntry, held: HeldMemories) -> int:
     log = ChangeLog(client, entry.namespace)
     applied = 0
     while True:
-        version, changes = log.after(entry.position)
+        version, changes, stored = log.after(entry.position)
         rewritten = any(c is not None and c.version <= entry.position.version for c in changes)
         if version < entry.position.version or rewritten:
             logger.warning("namespace=%s the store is behind this index (a failover lost writes it "
@@ -52,15 +53,17 @@ def catch_up(client: redis.Redis, entry: IndexEntry, held: HeldMemories) -> int:
             expected += 1
         if not run:
             raise Gap()
-        apply_changes(client, entry, run, held)
+        apply_changes(client, entry, run, held, stored)
         applied += len(run)
         if len(changes) < READ_BATCH and entry.position.version >= version:
             break  # the read held the log's end, and every write that had counted itself is applied
     return applied
 
 
-def apply_changes(client: redis.Redis, entry: IndexEntry, changes: list, held: HeldMemories) -> None:
-    """Stage one run of changes: the memories they name read afresh (gone ones deleted)."""
+def apply_changes(client: redis.Redis, entry: IndexEntry, changes: list, held: HeldMemories,
+                  stored: dict[str, Any] | None = None) -> None:
+    """Stage one run of changes: the memories they name read afresh (gone ones deleted); ``stored``: the
+    values read with the changes (``ChangeLog.after``), else they are read here."""
     assert entry.index is not None
     clear = False
     touched: dict[str, None] = {}
@@ -72,11 +75,14 @@ def apply_changes(client: redis.Redis, entry: IndexEntry, changes: list, held: H
     ids = list(touched)
     upserts: list[Memory] = []
     deletes: list[str] = []
-    for start in range(0, len(ids), SCAN_BATCH):
-        part = ids[start:start + SCAN_BATCH]
-        found, missing = parse_memories(client.hmget(keys.memories(entry.namespace), part), part)
-        upserts += found
-        deletes += missing
+    if stored is not None and all(memory_id in stored for memory_id in ids):
+        upserts, deletes = parse_memories([stored[memory_id] for memory_id in ids], ids)
+    else:
+        for start in range(0, len(ids), SCAN_BATCH):
+            part = ids[start:start + SCAN_BATCH]
+            found, missing = parse_memories(client.hmget(keys.memories(entry.namespace), part), part)
+            upserts += found
+            deletes += missing
     entry.index.stage(upserts=upserts, deletes=deletes, clear=clear)
     if clear:
         held.forget_namespace(entry.namespace)

@@ -54,9 +54,28 @@ def test_change_log_entries_are_versions_in_order(client):
     store.upsert([Memory(id="a", content_title="x")])
     store.delete(["a", "missing"])
     store.clear()
-    version, changes = ChangeLog(client, "ns").after(Position(0))
+    version, changes, stored = ChangeLog(client, "ns").after(Position(0))
     assert version == 3 and [(c.version, c.op, c.ids) for c in changes] == [
         (1, "upsert", ("a",)), (2, "delete", ("a", "missing")), (3, "clear", ())]
+    assert stored == {"a": None, "missing": None}  # what the store holds now for every id named: nothing
+
+
+def test_the_memories_a_catch_up_names_come_with_its_changes_in_one_read(client):
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="x"), Memory(id="b", content_title="y")])
+    log = ChangeLog(client, "ns")
+    position = log.position()
+    store.upsert([Memory(id="b", content_title="y again")])
+    store.delete(["a"])
+    client.xadd(keys.changes("ns"), {"v": "9", "op": "upsert", "ids": "not json"})  # not ours: no ids from it
+    version, changes, stored = log.after(position)
+    assert version == 3 and [c.ids if c is not None else None for c in changes] == [("b",), ("a",), None]
+    assert set(stored) == {"a", "b"} and stored["a"] is None
+    assert Memory.model_validate_json(stored["b"]).content_title == "y again"
+    many = [Memory(id=f"m{n}", content_title="z") for n in range(1001)]  # more than one read's batch
+    position = log.position()
+    store.upsert(many)
+    assert log.after(position)[2] == {}  # too many: the caller reads them in batches
 
 
 def test_clear_then_write(client, tmp_path):
