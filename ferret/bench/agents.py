@@ -25,7 +25,10 @@ Figures per row (an arrival pattern and a period):
   command Redis processed (workers included, ``INFO stats``) per turn;
 - the event loop's longest stall (``ferret.bench.loop_stall``): how late a
   ticker asking to wake every millisecond woke at worst, the thread's CPU
-  time in that gap, and the longest gap net of garbage-collector pauses.
+  time in that gap, and the longest gap net of garbage-collector pauses
+  (unless ``stall_meter`` is off: the ticker's own wake-ups cost the driver
+  CPU, ~0.4 ms a turn at 100 turns a second);
+- the CPU each turn cost the workers, Redis and the driver (this process).
 
 Arrivals are ``spread`` (agent i starts at i/N of the period) or
 ``lockstep`` (all agents at once, every period: a batch re-ingest).
@@ -155,13 +158,14 @@ async def _agent(client: AsyncClient, row: Row, number: int, turns: list[Memory]
     await asyncio.gather(*reads)
 
 
-async def _play(client: AsyncClient, row: Row, plays: list[list[Memory]], think: float) -> None:
-    meter = StallMeter().start()
+async def _play(client: AsyncClient, row: Row, plays: list[list[Memory]], think: float, stall_meter: bool) -> None:
+    meter = StallMeter().start() if stall_meter else None
     pending: list[str] = []
     start = asyncio.get_running_loop().time() + 0.5
     await asyncio.gather(*(_agent(client, row, number, plays[number], start, think, pending)
                            for number in range(row.agents)))
-    row.stall = await meter.stop()
+    if meter is not None:
+        row.stall = await meter.stop()
     for job_id in pending:
         result = await client.result(job_id)
         if result is None:
@@ -174,7 +178,9 @@ async def _play(client: AsyncClient, row: Row, plays: list[list[Memory]], think:
 
 def run(data: Path, agents: int = 100, turns: int = 10, periods: tuple[float, ...] = (2.0,),
         arrivals: tuple[str, ...] = ("spread", "lockstep"), think: float = 1.0, history: int = 100,
-        workers: int = 2, settings_env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        workers: int = 2, settings_env: dict[str, str] | None = None, stall_meter: bool = True) -> list[dict[str, Any]]:
+    """The rows; ``stall_meter`` off leaves out the loop's stall figures and the meter's own cost, a
+    wake-up every millisecond (~44 ms of CPU a second in the driver on this project's machine)."""
     dataset = load(data)
     conversations = sorted(dataset.memories)[:CONVERSATIONS]
     rows = []
@@ -203,7 +209,7 @@ def run(data: Path, agents: int = 100, turns: int = 10, periods: tuple[float, ..
                     cpu_before = _cpu(processes, server.process)
                     began = time.perf_counter()
                     with _RoundTrips() as counted:
-                        asyncio.run(_measure(environ, row, plays, think))
+                        asyncio.run(_measure(environ, row, plays, think, stall_meter))
                     row.wall_seconds = time.perf_counter() - began
                     row.cpu_seconds = {name: spent - cpu_before[name]
                                        for name, spent in _cpu(processes, server.process).items()}
@@ -225,11 +231,12 @@ def _cpu(workers: list[subprocess.Popen[bytes]], redis_server: subprocess.Popen[
             "driver": own.user + own.system}
 
 
-async def _measure(environ: dict[str, str], row: Row, plays: list[list[Memory]], think: float) -> None:
+async def _measure(environ: dict[str, str], row: Row, plays: list[list[Memory]], think: float,
+                   stall_meter: bool) -> None:
     settings = load_settings(environ=environ)
     client = AsyncClient(settings, settings.redis.url or "")
     try:
         await client.query("warm up", "agent-0")  # connections, imports, the workers' first job
-        await _play(client, row, plays, think)
+        await _play(client, row, plays, think, stall_meter)
     finally:
         await client.close()

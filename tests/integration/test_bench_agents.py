@@ -39,3 +39,11 @@ def test_agents_play_write_prefetch_think_read(tmp_path):
         assert row["cpu_ms_per_turn_workers"] > 0 and row["cpu_ms_per_turn_driver"] > 0  # where a turn's CPU goes
         assert row["cpu_ms_per_turn_redis"] >= 0
     assert "ready" in ran.stdout and "loop stall" in ran.stdout and "CPU ms/turn" in ran.stdout
+    quiet = subprocess.run([sys.executable, "-m", "ferret.cli.main", "bench", "agents", "--data", str(data),
+                            "--agents", "2", "--history", "1", "--turns", "2", "--periods", "0.6", "--think", "0.3",
+                            "--arrivals", "spread", "--no-stall-meter", "--out", str(tmp_path / "quiet")],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0, quiet.stderr
+    (row,) = json.loads((tmp_path / "quiet" / "agents.json").read_text())
+    assert not any(name.startswith("loop_") for name in row) and "loop stall" not in quiet.stdout  # no ticker ran
+    assert row["cpu_ms_per_turn_driver"] > 0 and row["fresh_rate"] == 1.0
