@@ -188,24 +188,37 @@ class IndexRegistry:
     def fold_due(self, everything: bool = False) -> tuple[int, float]:
         """After a job (off its path): commit the staged writes of every namespace whose oldest
         has waited ``fold_seconds`` or that holds ``fold_changes`` (all, with ``everything``);
-        how many changes, and the milliseconds it took."""
+        how many changes, and the milliseconds it took.
+
+        ``staged`` holds the namespaces in the order their oldest staged change came (one joins when
+        its first change since a commit is staged, and leaves when committed or dropped), so the look
+        stops at the first one not yet due: a job pays for the namespaces due, not for every namespace
+        holding staged writes (an agent service's thousands). One that reaches ``fold_changes`` is
+        committed by ``index_for`` as it stages them."""
         folded, took = 0, 0.0
         with self._lock:
             now = time.monotonic()
-            for namespace in list(self.indexes.staged):
+            gone: list[str] = []
+            due: list[IndexEntry] = []
+            for namespace in self.indexes.staged:
                 entry = self.indexes.entries.get(namespace)
                 recent = entry.index.recent if entry is not None and entry.index is not None else None
                 if entry is None or recent is None or not len(recent):
-                    self.indexes.staged.pop(namespace, None)
-                    continue
-                if everything or len(recent) >= self.settings.fold_changes or \
+                    gone.append(namespace)
+                elif everything or len(recent) >= self.settings.fold_changes or \
                         now - (recent.since or now) >= self.settings.fold_seconds:
-                    try:
-                        count, ms = self._fold(entry)
-                    except (OSError, ValueError, redis.RedisError) as exc:  # staged writes stay searchable
-                        logger.warning("namespace=%s staged writes not committed (%s)", entry.namespace, exc)
-                        continue
-                    folded, took = folded + count, took + ms
+                    due.append(entry)
+                else:
+                    break  # every namespace after it staged its oldest change later
+            for namespace in gone:
+                self.indexes.staged.pop(namespace, None)
+            for entry in due:
+                try:
+                    count, ms = self._fold(entry)
+                except (OSError, ValueError, redis.RedisError) as exc:  # staged writes stay searchable
+                    logger.warning("namespace=%s staged writes not committed (%s)", entry.namespace, exc)
+                    continue
+                folded, took = folded + count, took + ms
         return folded, took
 
     # -- the semantic retriever's vectors ----------------------------------------------------

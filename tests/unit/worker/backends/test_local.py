@@ -1,6 +1,8 @@
 """The local backend over fakeredis: the change log, incremental indexes,
 snapshots, the memory bound (real Redis and real workers: tests/integration)."""
 
+import time
+
 import fakeredis
 import pytest
 
@@ -306,6 +308,28 @@ def test_staged_writes_are_committed_after_a_job_once_old_enough(client, tmp_pat
     backends.after_job()
     assert _saved_version(backends) == 2 and backends.registry.folds == 1
     assert backends.for_namespace("ns").readiness.how == "warm"
+
+
+def test_the_look_for_staged_writes_due_stops_at_the_first_namespace_not_due(client, tmp_path):
+    """Namespaces wait in the order their oldest staged change came: the oldest are committed once old
+    enough, and the look ends at the first that is not, whatever follows it (a job does not pay for every
+    namespace with staged writes)."""
+    backends = _backends(client, tmp_path, fold_seconds=30)
+    for namespace in ("a", "b", "c", "d"):
+        store = MemoryStore(client, namespace)
+        store.upsert(_filler())
+        backends.for_namespace(namespace)
+        store.upsert([Memory(id="new", content_title="zebra")])
+        assert backends.for_namespace(namespace).readiness.staged == 1
+    assert list(backends.registry.indexes.staged) == ["a", "b", "c", "d"]
+    entries = backends.registry.indexes.entries
+    now = time.monotonic()
+    for namespace, age in (("a", 90), ("b", 60), ("c", 10), ("d", 120)):  # d out of order: never so in a worker
+        entries[namespace].index.recent.since = now - age
+    assert backends.registry.fold_due()[0] == 2 and backends.registry.folds == 2
+    assert list(backends.registry.indexes.staged) == ["c", "d"]  # c is not due, so d was not looked at
+    entries["c"].index.recent.since = now - 31
+    assert backends.registry.fold_due()[0] == 2 and list(backends.registry.indexes.staged) == []
 
 
 def test_staged_writes_lost_with_a_process_are_staged_again_from_the_log(client, tmp_path):
