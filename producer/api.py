@@ -117,7 +117,7 @@ class Client(Producer):
         """The writer ``ferret ingest`` uses (imported here: producers that only ask never load it)."""
         from ferret.worker.backends.writers import writer_for
 
-        checked = parse_request({"query": "x", "namespace": namespace}, self.settings.limits).namespace
+        checked = checked_namespace(self.settings, namespace)
         try:
             writer = writer_for(self.settings, store_client(self.settings, self.redis), checked)
             try:
@@ -141,8 +141,9 @@ class AsyncClient(AsyncProducer):
     """``Client``'s methods as coroutines, on ``redis.asyncio``: waiting never blocks the loop,
     and a thousand waiters share one connection (``ferret.producer.async_client``).
 
-    ``remember`` and ``forget`` run ``ferret ingest``'s writer (blocking code: the local
-    backend's store, or Nous over HTTP) in a worker thread, one call at a time per call made."""
+    ``remember`` sends the local store's write script from the loop when that is all a write is
+    (``plain_local_writes``); otherwise, and ``forget`` always, it runs ``ferret ingest``'s writer (blocking
+    code: embeddings, replica waits, Nous over HTTP) in a worker thread, one call at a time per call made."""
 
     async def run(self, rule: Step[T]) -> T:
         """A rule run through Redis; Redis out of reach (past the client's retries) is ``RedisUnreachable``."""
@@ -169,6 +170,11 @@ class AsyncClient(AsyncProducer):
 
     async def remember(self, namespace: str, memories: Iterable[MemoryLike]) -> int:
         checked = as_memories(memories)  # checked here, on the loop: a bad memory fails at once
+        if plain_local_writes(self.settings):  # the store's write script alone: sent from the loop, no thread
+            from ferret.worker.backends.local import upsert_step
+
+            length = self.settings.backend.local.change_log_length
+            return await self.run(upsert_step(checked_namespace(self.settings, namespace), checked, length))
         return await asyncio.to_thread(self._blocking().remember, namespace, checked)
 
     async def forget(self, namespace: str, ids: Iterable[str]) -> int:
@@ -189,6 +195,18 @@ class AsyncClient(AsyncProducer):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def checked_namespace(settings: Settings, namespace: str) -> str:
+    """``namespace`` checked as a request's is (``InvalidRequest`` naming the field)."""
+    return parse_request({"query": "x", "namespace": namespace}, settings.limits).namespace
+
+
+def plain_local_writes(settings: Settings) -> bool:
+    """A memory write is the local store's write script alone: no embedding to compute (the semantic
+    retriever off), no replicas to wait for, not Nous."""
+    local = settings.backend.local
+    return settings.backend.kind == "local" and not settings.semantic.enabled and local.store_min_replicas_acked == 0
 
 
 def _settings_and_url(settings: Settings | None, url: str | None, config: str | Path | None) -> tuple[Settings, str]:

@@ -30,6 +30,7 @@ from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptErr
 from ferret import keys
 from ferret.errors import BackendUnavailable, WriteNotReplicated
 from ferret.redis_plumbing.store_conn import is_cluster, node_for, refresh_topology
+from ferret.steps import Eval, Step
 
 OPS = ("upsert", "delete", "clear")
 # What a write sent to a shard's primary meets during a failover.
@@ -136,6 +137,29 @@ def parse_entry(entry_id: Any, fields: Any) -> Change | None:
     return Change(as_text(entry_id), version, op, tuple(ids))
 
 
+def write_call(namespace: str, length: int, op: str, ids: list[str], values: list[str] | None = None,
+               embeddings: list[bytes] | None = None) -> tuple[list[str], list[Any]]:
+    """The keys and arguments of ``_WRITE`` for one write of ``namespace`` (its log kept to ``length``)."""
+    args: list[Any] = [op, length, json.dumps(ids)]
+    if op == "upsert":
+        vectors = embeddings if embeddings is not None else [b""] * len(ids)
+        for memory_id, value, vector in zip(ids, values or [], vectors, strict=True):
+            args += [memory_id, value, vector]
+    elif op == "delete":
+        args += ids
+    return [keys.memories(namespace), keys.memory_version(namespace), keys.changes(namespace),
+            keys.embeddings(namespace)], args
+
+
+def write_step(namespace: str, length: int, op: str, ids: list[str],
+               values: list[str] | None = None) -> Step[tuple[int, int]]:
+    """One write with no embeddings and no replicas to wait for, as a ``ferret.steps`` rule on the memory
+    store: a client that runs rules writes without a thread (the asyncio client's ``remember``)."""
+    keys_, args = write_call(namespace, length, op, ids, values)
+    version, changed = yield Eval(_WRITE, tuple(keys_), tuple(args), on="store")
+    return int(version), int(changed)
+
+
 class ChangeLog:
     """Writes (with the store) and reads one namespace's changes."""
 
@@ -153,15 +177,7 @@ class ChangeLog:
               embeddings: list[bytes] | None = None) -> tuple[int, int]:
         """Apply one write to the store and log it; (new version, memories changed).
         ``embeddings``: each upserted memory's, kept with it (none: it has none)."""
-        args: list[Any] = [op, self.length, json.dumps(ids)]
-        if op == "upsert":
-            vectors = embeddings if embeddings is not None else [b""] * len(ids)
-            for memory_id, value, vector in zip(ids, values or [], vectors, strict=True):
-                args += [memory_id, value, vector]
-        elif op == "delete":
-            args += ids
-        keys_ = [keys.memories(self.namespace), keys.memory_version(self.namespace), keys.changes(self.namespace),
-                 keys.embeddings(self.namespace)]
+        keys_, args = write_call(self.namespace, self.length, op, ids, values, embeddings)
         if self.replicas <= 0:
             version, changed = self._write(keys=keys_, args=args)
             return int(version), int(changed)

@@ -22,7 +22,7 @@ import shutil
 import socket
 import tempfile
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,9 @@ from ferret.records import Filters, Hit, Memory
 from ferret.redis_plumbing.pids import pid_alive
 from ferret.redis_plumbing.redis_conn import url_of
 from ferret.settings import CoRetrievalSettings, LocalSettings
+from ferret.steps import Step
 from ferret.worker.backends.base import Backend
-from ferret.worker.backends.change_log import ChangeLog
+from ferret.worker.backends.change_log import ChangeLog, write_step
 from ferret.worker.backends.filtering import matches
 from ferret.worker.backends.index_registry import IndexRegistry, Readiness, parse_memories
 from ferret.worker.backends.linking import linked_hits, neighbour_scores
@@ -52,6 +53,29 @@ WRITE_BATCH = 1000
 logger = logging.getLogger(__name__)
 
 
+def write_batches(memories: Iterable[Memory]) -> Iterator[dict[str, Memory]]:
+    """Memories by id, ``WRITE_BATCH`` ids a write (a later one of the same id in a batch replaces it)."""
+    batch: dict[str, Memory] = {}
+    for memory in memories:
+        batch[memory.id] = memory
+        if len(batch) >= WRITE_BATCH:
+            yield batch
+            batch = {}
+    if batch:
+        yield batch
+
+
+def upsert_step(namespace: str, memories: Iterable[Memory], change_log_length: int) -> Step[int]:
+    """``MemoryStore.upsert`` with no embedder and no replicas, as a ``ferret.steps`` rule: the same writes,
+    sent by whatever runs the rule (the asyncio client, on its loop); how many memories."""
+    written = 0
+    for batch in write_batches(memories):
+        ids = list(batch)
+        yield from write_step(namespace, change_log_length, "upsert", ids, [batch[i].model_dump_json() for i in ids])
+        written += len(ids)
+    return written
+
+
 class MemoryStore:
     """Add, update, delete and list a namespace's memories in Redis."""
 
@@ -66,16 +90,7 @@ class MemoryStore:
         self.embedder = embedder
 
     def upsert(self, memories: Iterable[Memory]) -> int:
-        batch: dict[str, Memory] = {}
-        written = 0
-        for memory in memories:
-            batch[memory.id] = memory
-            if len(batch) >= WRITE_BATCH:
-                written += self._write(batch)
-                batch = {}
-        if batch:
-            written += self._write(batch)
-        return written
+        return sum(self._write(batch) for batch in write_batches(memories))
 
     def _write(self, batch: dict[str, Memory]) -> int:
         ids = list(batch)
