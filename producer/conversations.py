@@ -85,6 +85,7 @@ if kind ~= 'string' then return {entries} end
 return {entries, id, redis.call('GETRANGE', ARGV[1] .. id, 0, ARGV[2])}
 """
 
+
 @dataclass(frozen=True)
 class ConversationContext:
     """The freshest finished prefetch of a conversation."""

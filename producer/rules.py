@@ -257,18 +257,17 @@ class ProducerRules:
                 return JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id, True), None
         version = yield from self.memory_version(request.namespace)
         # The job sees every memory write that finished before now (the version read above).
+        slot = None
         if (request.request_id is None and request.queue == "prefetch" and self.settings.cache.coalesce
                 and request.options.cache):
             # The twin check's slot is claimed in the put's own round trip; held, the holder is looked at.
             slot = Claim(inflight_key(cache_key(request, self.settings.backend.kind, version, self._fingerprint)),
                          job_id, max(1, int(deadline * 1000)))
-            envelope, put = yield from self.put(request, job_id, deadline, version, trace_id, slot, conversation)
-            if not put.put:
-                joined = yield from self._coalesce(request, job_id, version, deadline)
-                if joined is not None:
-                    return joined, None
-                envelope, put = yield from self.put(request, job_id, deadline, version, trace_id, None, conversation)
-        else:
+        envelope, put = yield from self.put(request, job_id, deadline, version, trace_id, slot, conversation)
+        if slot is not None and not put.put:
+            joined = yield from self._coalesce(request, slot, version)
+            if joined is not None:
+                return joined, None
             envelope, put = yield from self.put(request, job_id, deadline, version, trace_id, None, conversation)
         handle = JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
                            deadline_at=envelope.deadline_at, memory_version=version, request=request)
@@ -317,17 +316,12 @@ class ProducerRules:
         yield from self.put(job.request, job.job_id, left, version, job.trace_id)
         logger.warning("job %s was lost with no result (a Redis failover?): enqueued again", job.job_id)
 
-    def _coalesce(self, request: RetrievalRequest, job_id: str, version: int,
-                  deadline: float) -> Step[JobHandle | None]:
-        """The handle of an identical prefetch job still in flight, if any; else claim the slot (the put's
-        claim found it held: the holder is looked at here)."""
-        slot = inflight_key(cache_key(request, self.settings.backend.kind, version, self._fingerprint))
-        ttl_ms = max(1, int(deadline * 1000))
-        if (yield Call(("SET", slot, job_id, "NX", "PX", ttl_ms))):
-            return None
-        other_id = text((yield Call(("GET", slot))))
+    def _coalesce(self, request: RetrievalRequest, slot: Claim, version: int) -> Step[JobHandle | None]:
+        """The handle of the identical prefetch job in flight that holds ``slot`` (the put's claim found it
+        held), if it is still in flight; else the slot is taken for this job (None)."""
+        other_id = text((yield Call(("GET", slot.key))))
         if other_id is None or (yield from result_exists(other_id)) or not (yield from self._rq_has(other_id)):
-            yield Call(("SET", slot, job_id, "PX", ttl_ms))
+            yield Call(("SET", slot.key, slot.value, "PX", slot.ttl_ms))
             return None
         # The slot's key holds the version: the job joined runs at this one.
         return JobHandle(other_id, request.queue, request.namespace, None, "", duplicate=True, coalesced=True,
