@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+import orjson
+
 from ferret import keys
 from ferret.contract import FINAL_STATUSES, RetrievalResult
 from ferret.errors import BadResult, InvalidRequest, RedisUnreachable, ResultTimeout
@@ -118,14 +120,17 @@ def _request_of(line: str, number: int, run: str, cache: bool) -> tuple[dict[str
     return data, own_id
 
 
-def _write(out: IO[str], row: dict[str, Any], result: RetrievalResult | None = None) -> None:
-    """One output line, compact JSON: ``row``'s fields, then ``result``'s (``result_json``: the model's own
-    JSON, not turned into a dict and dumped again)."""
-    line = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+def _write(out: IO[bytes], row: dict[str, Any], result: RetrievalResult | None = None) -> None:
+    """One output line, compact JSON in UTF-8: ``row``'s fields, then ``result``'s (``result_json``: the model's
+    own JSON, not turned into a dict and dumped again). Buffered: the collector flushes after each read of
+    results (a line cut short by a crash is skipped by ``--resume``, which reads that line's job again)."""
+    try:
+        head = orjson.dumps(row)
+    except orjson.JSONEncodeError:  # what orjson refuses (a lone surrogate): the standard library's form
+        head = json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode()
     if result is not None:
-        line = line[:-1] + "," + result_json(result).decode()[1:]
-    out.write(line + "\n")
-    out.flush()
+        head = head[:-1] + b"," + result_json(result)[1:]
+    out.write(head + b"\n")
 
 
 class BatchProgress(Protocol):
@@ -165,7 +170,7 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
     run = recorded_run(out_path) if resume else new_run(out_path)
     summary = BatchSummary(run=run)
     done = done_request_ids(out_path) if resume else set()
-    with out_path.open("a" if resume else "w", encoding="utf-8") as out, \
+    with out_path.open("ab" if resume else "wb") as out, \
             _Collector(producer, out, summary, progress) as collector:
         chunk: list[tuple[int, str, dict[str, Any], bool]] = []
 
@@ -186,6 +191,7 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                 progress.line_done()
             chunk.clear()
             collector.take_announced(0.0)  # results already in, written while the rest is enqueued
+            out.flush()
 
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -211,7 +217,7 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
     return summary
 
 
-def _invalid(out: IO[str], summary: BatchSummary, run: str, number: int, line: str, exc: InvalidRequest) -> None:
+def _invalid(out: IO[bytes], summary: BatchSummary, run: str, number: int, line: str, exc: InvalidRequest) -> None:
     summary.invalid += 1
     summary.by_status["failed"] += 1
     _write(out, {"line": number, "request_id": derived_request_id(run, number, line),
@@ -227,7 +233,7 @@ class _Collector:
     if the oldest is still without a result it gets the producer's full wait, which enqueues again a job a
     failover lost and ends a refused one with its refusal."""
 
-    def __init__(self, producer: Producer, out: IO[str], summary: BatchSummary, progress: BatchProgress) -> None:
+    def __init__(self, producer: Producer, out: IO[bytes], summary: BatchSummary, progress: BatchProgress) -> None:
         self.producer, self.out, self.summary, self.progress = producer, out, summary, progress
         self.pending: dict[int, tuple[JobHandle, bool]] = {}  # by line: its job, whether an earlier run's answers
         self.by_job: dict[str, list[int]] = {}
@@ -258,6 +264,7 @@ class _Collector:
                     self._record(number, answer)
         if found:
             self.last_found = time.monotonic()
+            self.out.flush()
         return found
 
     def take_announced(self, block_seconds: float) -> int:
@@ -291,6 +298,7 @@ class _Collector:
                 answer = exc
             self.last_found = time.monotonic()
             self._record(number, answer)
+            self.out.flush()
         for _ in self.pending:
             self.summary.unfinished += 1
             self.progress.collected(None)
@@ -305,7 +313,7 @@ class _Collector:
         _record(self.out, self.summary, self.progress, number, handle, reused, answer)
 
 
-def _record(out: IO[str], summary: BatchSummary, progress: BatchProgress, number: int, handle: JobHandle,
+def _record(out: IO[bytes], summary: BatchSummary, progress: BatchProgress, number: int, handle: JobHandle,
             reused: bool, answer: RetrievalResult | Exception) -> None:
     if isinstance(answer, BadResult):  # forged or corrupt: that line's answer is unknown, the others go on
         summary.bad_results += 1
