@@ -15,6 +15,11 @@ from ferret.steps import Batch, Call, Eval, Now, Op, Replicate, Step, drive
 
 T = TypeVar("T")
 
+# Reads whose reply is immutable: one round asking the same one for several rules sends it once (a batch's
+# lines all read their namespace's memory version). Any order of a round's operations is as good as the
+# one they are sent in (no rule waits on another within a round), so the others reading it first is one.
+_SHARED_READS = frozenset({"GET", "EXISTS", "STRLEN", "TTL", "PTTL"})
+
 
 class SyncSteps:
     """Runs rules through ``queue`` (and ``store``, the memory store's client, often the same)."""
@@ -93,6 +98,22 @@ class SyncSteps:
                 remote.setdefault(op.on, []).append(index)
             else:
                 raise TypeError(f"not a step: {op!r}")
+        copies: dict[int, int] = {}  # a rule's read the same as an earlier rule's in this round: that one's reply
+        first: dict[tuple[str, tuple[Any, ...]], int] = {}
+        for server, indexes in list(remote.items()):
+            kept = []
+            for index in indexes:
+                op = asked[index]
+                if isinstance(op, Call) and isinstance(op.args[0], str) and op.args[0].upper() in _SHARED_READS:
+                    try:
+                        seen = first.setdefault((server, op.args), index)
+                    except TypeError:  # an argument that is not hashable: sent as it is
+                        seen = index
+                    if seen != index:
+                        copies[index] = seen
+                        continue
+                kept.append(index)
+            remote[server] = kept
         for server, indexes in remote.items():
             client = self.clients[server]
             atomic = any(isinstance(asked[i], Batch) and asked[i].transaction for i in indexes)  # type: ignore[union-attr]
@@ -114,6 +135,8 @@ class SyncSteps:
             for number, (index, start) in enumerate(spans):
                 end = spans[number + 1][1] if number + 1 < len(spans) else len(results)
                 replies[index] = results[start:end] if isinstance(asked[index], Batch) else results[start]
+        for index, seen in copies.items():
+            replies[index] = replies[seen]
         if replicate:  # once for the round: it covers every write sent so far
             done = self.replicas(asked[replicate[0]].what)  # type: ignore[union-attr]
             for index in replicate:

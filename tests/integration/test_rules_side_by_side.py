@@ -56,3 +56,31 @@ def test_an_error_reply_goes_back_to_its_own_rule(producer, redis_client):
     redis_client.set("side:string", "v")
     answers = producer.steps.run_together([reads("side:string"), reads("side:list"), reads("side:none")])
     assert answers == ["b'v' then b'1'", "error WRONGTYPE", "None then b'1'"]
+
+
+def test_the_same_read_asked_by_many_rules_in_a_round_is_sent_once(producer, redis_client, monkeypatch):
+    """A batch's lines read their namespace's memory version in the same round: one GET answers them all;
+    different reads, and writes, are each sent."""
+    redis_client.set("side:shared", "v1")
+    sent: list[tuple] = []
+    real = Pipeline.execute_command
+
+    def noted(self, *args, **options):  # type: ignore[no-untyped-def]
+        sent.append(args)
+        return real(self, *args, **options)
+
+    monkeypatch.setattr(Pipeline, "execute_command", noted)
+
+    def reads(other: str) -> Step[tuple]:
+        shared = yield Call(("GET", "side:shared"))
+        own = yield Call(("GET", other))
+        yield Call(("SET", other, "seen"))
+        again = yield Call(("EXISTS", "side:shared"))
+        return shared, own, again
+
+    redis_client.set("side:own-1", "a")
+    answers = producer.steps.run_together([reads(f"side:own-{n}") for n in range(1, 4)])
+    assert answers == [(b"v1", b"a", 1), (b"v1", None, 1), (b"v1", None, 1)]
+    assert sent.count(("GET", "side:shared")) == 1 and sent.count(("EXISTS", "side:shared")) == 1
+    assert [args for args in sent if args[0] == "SET"] == [("SET", f"side:own-{n}", "seen") for n in range(1, 4)]
+    assert len([args for args in sent if args[:2] == ("GET", "side:own-2")]) == 1
