@@ -108,17 +108,31 @@ class ResultStore:
         """Store a final result (and trace, and a cache entry), in one call;
         nothing is written when a result is already there or the trace id is taken.
         ``body``: the result's JSON when the caller has it (it is not dumped again)."""
-        trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
-        cache_key, cache_value, cache_ttl = cache or (keys.trace("none"), b"", 1)
-        result_ttl, trace_ttl = self.by_queue.get(result.queue, (self.result_ttl, self.trace_ttl))
-        written = self._write_once(
-            keys=[keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key, keys.cache_index()],
-            args=[self.stored_form(result, body), pack(to_json(trace)) if trace else b"",
-                  result_ttl, trace_ttl, cache_value, cache_ttl, self.clock.time(), self.cache_max_entries],
-        )
+        written = self._write_once(*self._keys_and_args(result, trace, cache, body))
         if self.replicas is not None:
             self.replicas(f"the result of job {result.job_id}")
         return WriteOutcome(int(written))
+
+    def write_on(self, pipeline: redis.client.Pipeline, result: RetrievalResult, trace: dict[str, Any] | None,
+                 cache: tuple[str, bytes, int] | None = None, body: bytes | None = None) -> None:
+        """``write``'s script queued on ``pipeline`` (no transaction: each write stands alone), by its digest:
+        its answer is ``write``'s outcome as an int, or an error (``NOSCRIPT`` when Redis has not the script:
+        ``load_write_script``). The replicas are the caller's to wait for, once for the pipeline."""
+        keys_, args = self._keys_and_args(result, trace, cache, body)
+        pipeline.execute_command("EVALSHA", self._write_once.sha, len(keys_), *keys_, *args)
+
+    def load_write_script(self) -> None:
+        """Load ``write``'s script into Redis (a fresh or restarted server has none)."""
+        self.client.script_load(_WRITE_ONCE)
+
+    def _keys_and_args(self, result: RetrievalResult, trace: dict[str, Any] | None,
+                       cache: tuple[str, bytes, int] | None, body: bytes | None) -> tuple[list[Any], list[Any]]:
+        trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
+        cache_key, cache_value, cache_ttl = cache or (keys.trace("none"), b"", 1)
+        result_ttl, trace_ttl = self.by_queue.get(result.queue, (self.result_ttl, self.trace_ttl))
+        return ([keys.result(result.job_id), trace_key, keys.done(result.job_id), cache_key, keys.cache_index()],
+                [self.stored_form(result, body), pack(to_json(trace)) if trace else b"",
+                 result_ttl, trace_ttl, cache_value, cache_ttl, self.clock.time(), self.cache_max_entries])
 
     def stored_form(self, result: RetrievalResult, body: bytes | None = None) -> bytes:
         """The bytes ``write`` stores for a result (``stored_result``)."""

@@ -47,7 +47,8 @@ def run_retrieval(payload: Any) -> dict[str, Any]:
         raise FerretError("run_retrieval runs inside an RQ job")
     resources = resources_for(job)
     try:
-        report = run_job(resources, payload, job.id, job.origin, hard_timeout=JobTimeoutException)
+        report = run_job(resources, payload, job.id, job.origin, hard_timeout=JobTimeoutException,
+                         hold=getattr(job, "ferret_hold", None))
     except JobRefused:  # RQ marks the job failed; nothing of Ferret's is written under its id
         raise
     except Exception as exc:  # last line of defence (the result write itself failed): still one final result

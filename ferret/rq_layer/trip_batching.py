@@ -20,7 +20,9 @@ together:
   latest, and is not taken for an overrun one (unless a stage hangs past its budget, when the job ahead
   is itself overrun); a job already past its deadline runs first and ends ``expired`` at once.
 - **end**: RQ's success bookkeeping of each job is kept back and sent with the last job's (one
-  transaction), or sooner when ``FLUSH_SECONDS`` have passed since the first was kept back.
+  transaction), or sooner when ``FLUSH_SECONDS`` have passed since the first was kept back. A batch job's
+  result is held the same way and written just before (one pipeline: ``ferret.worker.core.held_results``);
+  a prefetch job's, or a job's alone in its trip, is written as it ends.
 
 How many are taken follows the recent jobs: as many as would use ``TRIP_SECONDS`` of the worker's CPU,
 and no more than would last ``TRIP_WALL_SECONDS`` on the clock (at most ``service.jobs_per_trip``). So a
@@ -41,6 +43,7 @@ import time
 from collections import deque
 from typing import Any, cast
 
+from rq.exceptions import StopRequested
 from rq.executions import Execution
 from rq.job import Job, JobStatus
 from rq.queue import Queue
@@ -51,13 +54,20 @@ from ferret.envelope import deadline_of
 from ferret.redis_plumbing.lean_transaction import lean_transaction
 from ferret.rq_layer.bookkeeping import lean_success
 from ferret.rq_layer.intake import put_back_commands
+from ferret.worker.core.held_results import HeldResult, write_held
+from ferret.worker.core.report import after_job
 
 logger = logging.getLogger(__name__)
+
+
+class HeldResultsUnwritten(Exception):
+    """The results held for a trip's end could not be written: nor was their jobs' success sent."""
 
 TRIP_SECONDS = 0.025  # how much of the worker's CPU the jobs of one trip may take, by the recent jobs' cost
 TRIP_WALL_SECONDS = 0.25  # and how long they may last on the clock
 FLUSH_SECONDS = 0.25  # success bookkeeping kept back no longer than this
 _SMOOTHING = 0.2  # weight of the latest job in the running mean of a job's seconds
+HELD_QUEUE = "batch"  # whose jobs' results wait for their trip's end (nobody waits on one line of a batch)
 
 
 def _deadline(job: Job) -> float:
@@ -79,6 +89,7 @@ class JobsPerTrip:
     _ferret_prestarted: dict[str, Execution] | None = None
     _ferret_kept_back: Any = None  # a pipeline holding the success bookkeeping of finished jobs
     _ferret_kept_since = 0.0
+    _ferret_held_results: list[HeldResult] | None = None  # results written at the trip's end
 
     def _held(self) -> deque[tuple[Job, Queue]]:
         held = getattr(self.queue_class, "held", None)
@@ -91,12 +102,15 @@ class JobsPerTrip:
 
     def execute_job(self, job: Job, queue: Queue) -> Any:
         began = time.process_time(), time.monotonic()
+        # A batch job that is not alone in its trip: its result is written with the trip's others.
+        job.ferret_hold = self._hold if job.origin == HELD_QUEUE and (  # type: ignore[attr-defined]
+            self._held() or self._ferret_held_results) else None
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]
         finally:
             self._size_next_trip(time.process_time() - began[0], time.monotonic() - began[1])
             if not self._held():  # the batch is over, however its last job ended
-                self.send_kept_back()
+                self.end_trip()
 
     def check_for_suspension(self, burst: bool) -> None:
         """Jobs taken with a batch are run first (like the job in hand); ``rq suspend`` then applies."""
@@ -146,7 +160,8 @@ class JobsPerTrip:
                            execution: Execution) -> None:
         """Kept back while more jobs of the batch wait (see the module); sent with the last one's."""
         if not lean_success(job, queue):
-            self.send_kept_back()
+            if not self.end_trip():  # this job too is left to the reaper (which finds its result, if written)
+                return
             super().handle_job_success(job, queue, started_job_registry, execution)  # type: ignore[misc]
             return
         if self._ferret_kept_back is None:
@@ -158,13 +173,50 @@ class JobsPerTrip:
             # Still busy with the batch, in Redis's eyes too: RQ's "idle" after the job is not sent.
             self._ferret_state_written = WorkerStatus.IDLE
             return
-        self.send_kept_back(idle=True)
-        self.log.info("Successfully completed job %s in %ss on worker %s",  # type: ignore[attr-defined]
-                      job.id, job.ended_at - job.started_at, self.name)  # type: ignore[attr-defined, operator]
+        if self.end_trip(idle=True):
+            self.log.info("Successfully completed job %s in %ss on worker %s",  # type: ignore[attr-defined]
+                          job.id, job.ended_at - job.started_at, self.name)  # type: ignore[attr-defined, operator]
+
+    def end_trip(self, idle: bool = False) -> bool:
+        """``send_kept_back``; whether it was sent. Results that could not be written leave their jobs to
+        the reaper (said so), and the worker goes on: neither RQ's failure of the job in hand nor a stop."""
+        try:
+            self.send_kept_back(idle)
+        except HeldResultsUnwritten as exc:
+            logger.error("worker %s: the results held for the end of a trip could not be written (%s); their "
+                         "jobs stay started under this worker, for the reaper to run again",
+                         self.name, exc)  # type: ignore[attr-defined]
+            return False
+        return True
+
+    def _hold(self, result: HeldResult) -> None:
+        if self._ferret_held_results is None:
+            self._ferret_held_results = []
+        self._ferret_held_results.append(result)
+
+    def write_held_results(self) -> None:
+        """The results held for the trip's end, written now; the observers hear of each job written."""
+        held, self._ferret_held_results = self._ferret_held_results, None
+        for report in write_held(held or []):
+            if report is not None:
+                after_job(getattr(self, "ferret_observers", ()), report)
 
     def send_kept_back(self, idle: bool = False) -> None:
-        """The success bookkeeping kept back, sent now (with "idle" when the batch is over)."""
+        """The results held, written; then the success bookkeeping kept back, sent (with "idle" when the
+        batch is over). Results that could not be written take their jobs' success with them: those jobs
+        stay started under this worker, for the reaper (a success sent later would end a job with no
+        result)."""
         pipeline, self._ferret_kept_back = self._ferret_kept_back, None
+        try:
+            self.write_held_results()
+        except StopRequested:
+            if pipeline is not None:
+                pipeline.reset()
+            raise
+        except Exception as exc:
+            if pipeline is not None:
+                pipeline.reset()
+            raise HeldResultsUnwritten(str(exc)) from exc
         if pipeline is None:
             return
         with pipeline:

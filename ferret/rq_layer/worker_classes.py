@@ -158,7 +158,8 @@ class _Observed(StopHandling, RedisAwayTolerant):
         except Exception:
             logger.exception("job=%s cannot read or write the result for its observers", job.id)
             return
-        if report is not None and not report.dropped:  # a dropped late result was logged as dropped
+        # A dropped late result was logged as dropped; a held one is reported when it is written.
+        if report is not None and not report.dropped and not report.held:
             after_job(self.ferret_observers, report)
 
     def _stored_report(self, job: Job) -> JobReport | None:

@@ -18,6 +18,9 @@ class JobReport:
     request: RetrievalRequest | None  # None when the payload carried no valid request
     trace: dict[str, Any] | None = None  # the trace as stored with the result, when the job wrote one
     dropped: bool = False  # this run's result was not kept: another run of the job had stored one first
+    # The result is held for its trip's end (ferret.worker.core.held_results): the observers hear of the job
+    # when it is written, from the report that write makes.
+    held: bool = False
     # Staged index changes committed once the result was written (the local backend's fold_seconds), and how
     # long that took; known where the job ran in the worker's own process (a fork's work horse folds on a
     # job's path only: its staging ends with it before fold_seconds pass).

@@ -152,23 +152,36 @@ def trace_sampled(trace_id: str, rate: float) -> bool:
     return int.from_bytes(digest[:8], "big") < rate * 2**64
 
 
+def trace_of(ctx: WorkerResources, result: RetrievalResult,
+             tracer: SpanCollector) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The job's trace, and the same when it is stored with the result (not every ``ok`` job's is: the
+    sample rate), else None."""
+    trace = {"trace_id": tracer.trace_id, "job_id": result.job_id,
+             "spans": [s.to_dict() for s in tracer.spans], "dropped_spans": tracer.dropped}
+    kept = trace if result.status != "ok" or trace_sampled(tracer.trace_id, ctx.settings.tracing.redis_sample_rate) \
+        else None
+    return trace, kept
+
+
+def dropped(result: RetrievalResult) -> ResultDropped:
+    """A run's result that found the job's one result already stored (logged as dropped)."""
+    logger.warning("job=%s finished %s here, but another run of it had stored its result first (this "
+                   "worker was taken for lost and the job re-run): this result is dropped",
+                   result.job_id, result.status)
+    return ResultDropped(result)
+
+
 def write_with_trace(ctx: WorkerResources, result: RetrievalResult, tracer: SpanCollector,
                      cache: tuple[str, bytes, int] | None,
                      body: bytes | None = None) -> tuple[RetrievalResult, dict[str, Any]]:
     """Write the result and its trace (``body``: the result's JSON, when it is at hand). A trace id is one
     job's: when the payload named one another job's trace already holds, the trace (and the result's
     pointer to it) move to a fresh id instead of overwriting it."""
-    rate = ctx.settings.tracing.redis_sample_rate
     for _ in range(3):
-        trace = {"trace_id": tracer.trace_id, "job_id": result.job_id,
-                 "spans": [s.to_dict() for s in tracer.spans], "dropped_spans": tracer.dropped}
-        kept = trace if result.status != "ok" or trace_sampled(tracer.trace_id, rate) else None
+        trace, kept = trace_of(ctx, result, tracer)
         outcome = ctx.results.write(result, kept, cache, body)
         if outcome is WriteOutcome.ALREADY_FINAL:
-            logger.warning("job=%s finished %s here, but another run of it had stored its result first (this "
-                           "worker was taken for lost and the job re-run): this result is dropped",
-                           result.job_id, result.status)
-            raise ResultDropped(result)
+            raise dropped(result)
         if outcome is not WriteOutcome.TRACE_TAKEN:
             return result, trace
         logger.warning("job=%s trace id %s belongs to another job; using a new one", result.job_id, tracer.trace_id)

@@ -11,7 +11,9 @@ adapter (``ferret.rq_layer.entry``) calls it, and so do ``ferret run`` and the b
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ from ferret.stats import JobStats
 from ferret.tracing import Span, SpanCollector, new_span_id
 from ferret.worker.agent.job import AgentAnswer, agent_wanted, run_agent
 from ferret.worker.agent.loop import empty_stats
+from ferret.worker.core.held_results import HeldResult
 from ferret.worker.core.report import JobReport
 from ferret.worker.core.resources import WorkerResources
 from ferret.worker.core.results import (
@@ -144,13 +147,16 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
 
 
 def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None = None,
-            hard_timeout: type[BaseException] | tuple[type[BaseException], ...] = ()) -> JobReport:
+            hard_timeout: type[BaseException] | tuple[type[BaseException], ...] = (),
+            hold: Callable[[HeldResult], None] | None = None) -> JobReport:
     """Run one job payload to its single final result, store it, and report it.
     A payload that is not a request of the namespace its job id names is refused
     (``JobRefused``): nothing is written under the id (see ``record_refusal``).
 
     ``hard_timeout``: what the queue system raises when the job's hard time
-    limit strikes (RQ's ``JobTimeoutException``); it ends the job ``failed``."""
+    limit strikes (RQ's ``JobTimeoutException``); it ends the job ``failed``.
+    ``hold``: given, the result is handed to it to be written with its trip's others
+    (``ferret.worker.core.held_results``) and the report says ``held``."""
     started_at = ctx.now()  # Redis's clock: the producer's enqueue time and deadline are on it too
     started_ns = int(started_at * 1e9)
     tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans, clock_ns=lambda: int(ctx.now() * 1e9))
@@ -192,16 +198,30 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
                              **fields)
             result, body = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
+    if hold is not None:
+        report = JobReport(result, request, None, held=True)
+        try:
+            report = _folded_after(ctx, report)
+        except Exception:  # off the job's path: its result, held, stands (as a written one would)
+            logger.exception("job=%s committing staged index changes after the job failed", job_id)
+        hold(HeldResult(ctx, result, tracer, outcome.cache, body, report))
+        return report
     try:
         result, trace = write_with_trace(ctx, result, tracer, outcome.cache, body)
     except ResultDropped as dropped:  # a late run: the job's one result is another run's
         return JobReport(dropped.result, request, None, dropped=True)
     took = (ctx.now() - started_at) * 1000
     logger.debug("job=%s status=%s results=%d took_ms=%.1f", job_id, result.status, len(result.results), took)
+    return _folded_after(ctx, JobReport(result, request, trace))
+
+
+def _folded_after(ctx: WorkerResources, report: JobReport) -> JobReport:
+    """``report``, with the staged index changes committed now that the result is written (or held): what
+    is left to do is off the job's path."""
     after_job = getattr(ctx.backends, "after_job", None)
     if after_job is None:
-        return JobReport(result, request, trace)
-    folded, fold_ms = after_job()  # the result is written: what is left to do is off the job's path
-    return JobReport(result, request, trace, folded_after=folded, fold_after_ms=fold_ms)
+        return report
+    folded, fold_ms = after_job()
+    return dataclasses.replace(report, folded_after=folded, fold_after_ms=fold_ms) if folded else report
 
 

@@ -1,0 +1,173 @@
+"""A trip's batch results held by their worker and written together at its end
+(``ferret.worker.core.held_results``): every job still ends once, each write's outcome is the one a job's
+own write would have, and a worker lost with results held loses no job. Real redis-server, real workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from prometheus_client import CollectorRegistry
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+from ferret import keys
+from ferret.contract import RetrievalResult, Timestamps
+from ferret.results import ResultStore
+from ferret.rq_layer import trip_batching
+from ferret.rq_layer.runner import build_worker
+from ferret.worker.metrics import FerretMetrics
+
+
+def _requests(namespace: str, count: int, queue: str = "batch", tag: str = "") -> list[dict]:
+    return [{"query": f"BTC thesis {tag}{i}", "namespace": namespace, "queue": queue, "deadline_seconds": 600}
+            for i in range(count)]
+
+
+def _worker(redis_client, settings, queue: str, take: int) -> Any:
+    worker = build_worker(redis_client, settings, [queue], metrics=FerretMetrics(CollectorRegistry()))
+    worker.queue_class.take_up_to = take  # the first trip takes them all (the worker sizes later trips itself)
+    return worker
+
+
+def _ended(worker, queue: str, status: str) -> float:
+    """What the worker's observers were told: its jobs counted by queue and status."""
+    return worker.ferret_metrics.jobs.labels(queue, status)._value.get()
+
+
+@pytest.fixture
+def writes(monkeypatch) -> dict[str, list]:
+    """Each result written on a job's own path (``ResultStore.write``), and, at each trip's end, which of
+    the held jobs already had a result before the held ones were written."""
+    seen: dict[str, list] = {"own": [], "held": []}
+    own_write, held_write = ResultStore.write, trip_batching.write_held
+
+    def own(self, result, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen["own"].append(result.job_id)
+        return own_write(self, result, *args, **kwargs)
+
+    def held(results):  # type: ignore[no-untyped-def]
+        client = results[0].ctx.results.client if results else None
+        seen["held"].append([(one.result.job_id, bool(client.exists(keys.result(one.result.job_id))))
+                             for one in results])
+        return held_write(results)
+
+    monkeypatch.setattr(ResultStore, "write", own)
+    monkeypatch.setattr(trip_batching, "write_held", held)
+    return seen
+
+
+def test_a_trips_batch_results_are_written_at_its_end_in_one_go(producer, redis_client, settings,
+                                                                sample_namespace, writes):
+    handles = producer.enqueue_many(_requests(sample_namespace, 6))
+    worker = _worker(redis_client, settings, "batch", 6)
+    worker.work(burst=True, with_scheduler=False)
+    ids = [h.job_id for h in handles]
+    assert writes["own"] == []
+    assert [sorted(trip) for trip in writes["held"] if trip] == [sorted((job_id, False) for job_id in ids)]
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 6  # type: ignore[union-attr]
+    assert _ended(worker, "batch", "ok") == 6  # each job reported to the observers once, when written
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    assert queue.started_job_registry.count == 0 and queue.finished_job_registry.count == 0
+    assert not list(redis_client.scan_iter("rq:job:*"))  # RQ's success went after the results
+
+
+def test_a_prefetch_trip_and_a_lone_batch_job_write_as_each_job_ends(producer, redis_client, settings,
+                                                                     sample_namespace, writes):
+    prefetch = producer.enqueue_many(_requests(sample_namespace, 4, "prefetch"))
+    _worker(redis_client, settings, "prefetch", 4).work(burst=True, with_scheduler=False)
+    lone = producer.enqueue(_requests(sample_namespace, 1, tag="lone")[0])
+    _worker(redis_client, settings, "batch", 4).work(burst=True, with_scheduler=False)
+    assert writes["own"] == [h.job_id for h in prefetch] + [lone.job_id]
+    assert [one for one in writes["held"] if one] == []
+    assert [r.status for r in producer.results_of([*prefetch, lone])] == ["ok"] * 5  # type: ignore[union-attr]
+
+
+def test_each_held_write_has_the_outcome_of_a_jobs_own(producer, redis_client, settings, sample_namespace):
+    """In one trip: a job another run had already answered (its answer stands, this one is dropped and not
+    reported), a job whose payload names a trace id another job's trace holds (written under a new one),
+    and a plain one."""
+    handles = producer.enqueue_many(_requests(sample_namespace, 3))
+    earlier = RetrievalResult(job_id=handles[0].job_id, request_id=handles[0].request_id,
+                              namespace=sample_namespace, queue="batch", status="failed", error="an earlier run",
+                              trace_id=handles[0].trace_id, timestamps=Timestamps(enqueued_at=1.0, deadline_at=2.0))
+    ResultStore(redis_client).write(earlier, None)
+    redis_client.set(keys.trace(handles[1].trace_id), b"another job's trace")
+    worker = _worker(redis_client, settings, "batch", 3)
+    worker.work(burst=True, with_scheduler=False)
+    first, second, third = producer.results_of(handles)
+    assert first.status == "failed" and first.error == "an earlier run"  # type: ignore[union-attr]
+    assert second.status == "ok" and second.trace_id not in (None, handles[1].trace_id)  # type: ignore[union-attr]
+    assert redis_client.get(keys.trace(handles[1].trace_id)) == b"another job's trace"
+    assert producer.trace(handles[1].job_id)["trace_id"] == second.trace_id  # type: ignore[union-attr]
+    assert third.status == "ok" and third.trace_id == handles[2].trace_id  # type: ignore[union-attr]
+    assert _ended(worker, "batch", "ok") == 2 and _ended(worker, "batch", "failed") == 0
+
+
+def test_held_results_are_written_after_redis_lost_its_scripts(producer, redis_client, settings,
+                                                               sample_namespace, monkeypatch, writes):
+    """A restart between the jobs and the trip's end empties Redis's script cache: every held write answers
+    NOSCRIPT; the script is loaded and they are sent again, together."""
+    handles = producer.enqueue_many(_requests(sample_namespace, 4))
+    held_write = trip_batching.write_held
+
+    def after_a_restart(results):  # type: ignore[no-untyped-def]
+        redis_client.script_flush()
+        return held_write(results)
+
+    monkeypatch.setattr(trip_batching, "write_held", after_a_restart)
+    worker = _worker(redis_client, settings, "batch", 4)
+    worker.work(burst=True, with_scheduler=False)
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 4  # type: ignore[union-attr]
+    assert _ended(worker, "batch", "ok") == 4 and writes["own"] == []
+
+
+def test_a_worker_lost_with_results_held_loses_no_job(producer, redis_client, settings, sample_namespace,
+                                                      monkeypatch):
+    """A worker runs a trip of four and dies before its end (nothing held is written, no success sent):
+    the four are in the started registry under its name, so the next worker's reaper runs them again, and
+    each ends once, ``ok``."""
+    handles = producer.enqueue_many(_requests(sample_namespace, 4))
+    lost = _worker(redis_client, settings, "batch", 4)
+    monkeypatch.setattr(lost, "send_kept_back", lambda idle=False: None)  # killed before the trip's end
+    lost.work(burst=True, max_jobs=4, with_scheduler=False)
+    monkeypatch.undo()
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    assert producer.results_of(handles) == [None] * 4
+    assert queue.started_job_registry.count == 4
+    redis_client.delete(lost.key, trip_batching_lock_key())
+    survivor = _worker(redis_client, settings, "batch", 4)
+    survivor.work(burst=True, with_scheduler=False)
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 4  # type: ignore[union-attr]
+    assert queue.started_job_registry.count == 0
+
+
+def test_results_that_cannot_be_written_keep_their_jobs_success_back(producer, redis_client, settings,
+                                                                      sample_namespace, monkeypatch):
+    """Redis out of reach at the trip's end (past the client's retries): the results held are not written,
+    and their jobs' success is not sent later either (it would end them with no result): they stay started
+    under the worker, and the reaper runs them again."""
+    handles = producer.enqueue_many(_requests(sample_namespace, 4))
+
+    def out_of_reach(results):  # type: ignore[no-untyped-def]
+        if results:
+            raise redis.ConnectionError("Redis out of reach")
+        return []
+
+    monkeypatch.setattr(trip_batching, "write_held", out_of_reach)
+    cut_off = _worker(redis_client, settings, "batch", 4)
+    cut_off.work(burst=True, with_scheduler=False)
+    monkeypatch.undo()
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    assert producer.results_of(handles) == [None] * 4
+    assert queue.started_job_registry.count == 4 and queue.finished_job_registry.count == 0
+    redis_client.delete(cut_off.key, trip_batching_lock_key())
+    _worker(redis_client, settings, "batch", 4).work(burst=True, with_scheduler=False)
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 4  # type: ignore[union-attr]
+    assert queue.started_job_registry.count == 0
+
+
+def trip_batching_lock_key() -> str:
+    from ferret.rq_layer.reaper import LOCK_KEY
+    return LOCK_KEY
