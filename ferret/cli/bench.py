@@ -93,6 +93,26 @@ def round_trips(jobs: int) -> None:
     click.echo(json.dumps(figures))
 
 
+@bench.command(name="result-writes")
+@click.option("--jobs", default=1500, show_default=True, type=click.IntRange(1, 1_000_000),
+              help="Jobs a round.")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100),
+              help="Rounds of each way, alternated; medians printed.")
+@click.option("--memories", default=5000, show_default=True, type=click.IntRange(1, 5000),
+              help="Memories in the namespace (at most 5,000: built in the job's process).")
+def result_writes(jobs: int, rounds: int, memories: int) -> None:
+    """A worker's CPU writing batch results: held for the trip's end against each job's own write."""
+    from ferret.bench.result_writes import run
+
+    report = run(jobs, rounds, memories)
+    for way in ("own", "held"):
+        median = report["median"][way]
+        click.echo(f"{way}: writing results {median['writes_ms']} ms a job, the worker {median['worker_ms']} ms "
+                   "a job (medians)")
+    click.echo(f"outcomes {report['outcomes']}")
+    click.echo(json.dumps(report))
+
+
 @bench.command(name="drain")
 @click.option("--jobs", default=2000, show_default=True, type=click.IntRange(1, 1_000_000),
               help="Jobs a round (and as many queries in-process).")

@@ -90,6 +90,7 @@ class JobsPerTrip:
     _ferret_kept_back: Any = None  # a pipeline holding the success bookkeeping of finished jobs
     _ferret_kept_since = 0.0
     _ferret_held_results: list[HeldResult] | None = None  # results written at the trip's end
+    ferret_held_queue: str | None = HELD_QUEUE  # None: each result written as its job ends (bench result-writes)
 
     def _held(self) -> deque[tuple[Job, Queue]]:
         held = getattr(self.queue_class, "held", None)
@@ -103,7 +104,7 @@ class JobsPerTrip:
     def execute_job(self, job: Job, queue: Queue) -> Any:
         began = time.process_time(), time.monotonic()
         # A batch job that is not alone in its trip: its result is written with the trip's others.
-        job.ferret_hold = self._hold if job.origin == HELD_QUEUE and (  # type: ignore[attr-defined]
+        job.ferret_hold = self._hold if job.origin == self.ferret_held_queue and (  # type: ignore[attr-defined]
             self._held() or self._ferret_held_results) else None
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]
