@@ -1,4 +1,5 @@
-"""A MULTI/EXEC whose replies nobody reads, sent for a fraction of redis-py's client CPU: ``lean_transaction``.
+"""A MULTI/EXEC whose replies nobody reads, sent for a fraction of redis-py's client CPU: ``lean_transaction``
+(and ``lean_pipeline``, the same without the transaction).
 
 A worker's start and success bookkeeping is RQ's own commands (about nine a job to start it, seven to end
 it), queued on a redis-py pipeline and sent as one transaction; nobody reads what they answer, only whether
@@ -74,6 +75,27 @@ class LeanTransaction(Pipeline):
         return list(answers)
 
 
+class LeanPipeline(Pipeline):
+    """redis-py's plain pipeline (no transaction), its replies read raw, each error in its place: the same
+    trade as ``LeanTransaction``, for a worker's batch of result scripts (whose answers are ints)."""
+
+    def _execute_pipeline(self, connection: Any, commands: Any, raise_on_error: bool) -> list[Any]:
+        if (pack_command is None or not isinstance(getattr(connection, "_command_packer", None), _HIREDIS_PACKERS)
+                or getattr(connection, "himport_registry", None)
+                or any(EMPTY_RESPONSE in options for _, options in commands)):
+            return super()._execute_pipeline(connection, commands, raise_on_error)  # type: ignore[no-any-return]
+        connection.send_packed_command([b"".join([_packed(args) for args, _ in commands])])
+        answers: list[Any] = []
+        for _ in commands:  # every reply read off the connection before any is raised: it stays in step
+            try:
+                answers.append(connection.read_response())
+            except ResponseError as exc:
+                answers.append(exc)
+        if raise_on_error:
+            self.raise_first_error(commands, answers)
+        return answers
+
+
 def _packed(args: tuple[Any, ...]) -> bytes:
     """One queued command as redis-py's hiredis serializer packs it: a first argument with spaces split
     (``"CLIENT SETNAME"``), byte arrays sent as bytes, what it cannot send a ``DataError``."""
@@ -89,6 +111,11 @@ def _packed(args: tuple[Any, ...]) -> bytes:
                                   for arg in args))
     except TypeError as exc:
         raise DataError(str(exc)) from exc
+
+
+def lean_pipeline(client: Redis) -> LeanPipeline:
+    """A ``LeanPipeline`` on ``client``'s connection pool (as ``client.pipeline(transaction=False)`` makes)."""
+    return LeanPipeline(client.connection_pool, client.response_callbacks, False, None)
 
 
 def lean_transaction(client: Redis) -> LeanTransaction:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ferret.redis_plumbing import lean_transaction as lean
-from ferret.redis_plumbing.lean_transaction import LeanTransaction, lean_transaction
+from ferret.redis_plumbing.lean_transaction import LeanPipeline, LeanTransaction, lean_pipeline, lean_transaction
 
 Queue = Callable[[Any], None]  # queues commands on a pipeline
 
@@ -171,3 +171,50 @@ def test_it_works_on_fakeredis_too_for_the_unit_tests():
         rq_like(pipe)
         answers = pipe.execute()
     assert len(answers) == 13 and client.hget("rq:job:j1", "status") == b"started"
+
+
+def test_the_lean_pipeline_writes_what_redis_pys_writes_and_answers_raw(pair):
+    """No transaction: the same writes; the answers raw (redis-py's callbacks make ``OK`` True and a float's
+    text a float; a count is an int either way)."""
+    theirs, ours = pair
+    with theirs.pipeline(transaction=False) as pipe:
+        rq_like(pipe)
+        theirs_answers = pipe.execute()
+    with lean_pipeline(ours) as pipe:
+        assert isinstance(pipe, LeanPipeline)
+        rq_like(pipe)
+        our_answers = pipe.execute()
+    assert state(ours) == state(theirs)
+    assert len(our_answers) == len(theirs_answers) == 13
+    for mine, redis_pys in zip(our_answers, theirs_answers, strict=True):
+        assert (mine == redis_pys or (mine == b"OK" and redis_pys is True)
+                or (isinstance(redis_pys, float) and float(mine) == redis_pys)), (mine, redis_pys)
+
+
+def test_the_lean_pipeline_puts_each_error_in_its_place_or_raises_as_redis_py(pair):
+    """A script Redis has not (NOSCRIPT) and a WRONGTYPE: in their places without ``raise_on_error``, the
+    others applied and answered; with it, the first raised as redis-py raises it; the connection in step."""
+    for client in pair:
+        client.set("text", "not a hash")
+
+    def commands(pipe: Any) -> None:
+        pipe.set("before", 1)
+        pipe.execute_command("EVALSHA", "0" * 40, 0)
+        pipe.hset("text", "f", "v")
+        pipe.execute_command("EVAL", "return 7", 0)
+
+    answers = []
+    for client, make in zip(pair, (lambda c: c.pipeline(transaction=False), lean_pipeline), strict=True):
+        with make(client) as pipe:
+            commands(pipe)
+            answers.append(pipe.execute(raise_on_error=False))
+        with make(client) as pipe, pytest.raises(redis.ResponseError) as raised:
+            commands(pipe)
+            pipe.execute()
+        answers.append(str(raised.value))
+        assert client.ping()
+    theirs_quiet, theirs_raised, ours_quiet, ours_raised = answers
+    assert [type(a) for a in ours_quiet] == [bytes, redis.exceptions.NoScriptError, redis.ResponseError, int]
+    assert [type(a) for a in theirs_quiet][1:] == [type(a) for a in ours_quiet][1:]
+    assert ours_quiet[3] == theirs_quiet[3] == 7
+    assert ours_raised == theirs_raised and "Command # 2" in ours_raised

@@ -32,6 +32,7 @@ from typing import Any
 from redis.exceptions import NoScriptError
 
 from ferret.contract import RetrievalResult
+from ferret.redis_plumbing.lean_transaction import lean_pipeline
 from ferret.results import WriteOutcome
 from ferret.tracing import SpanCollector
 from ferret.worker.core.report import JobReport
@@ -61,7 +62,7 @@ def write_held(held: Sequence[HeldResult]) -> list[JobReport | None]:
     answers: list[Any] = [None] * len(held)
     todo = list(range(len(held)))
     for attempt in range(2):
-        with store.client.pipeline(transaction=False) as pipeline:
+        with lean_pipeline(store.client) as pipeline:  # the answers are ints: read raw, no callbacks
             for index in todo:
                 one = held[index]
                 one.ctx.results.write_on(pipeline, one.result, traces[index][1], one.cache, one.body)
