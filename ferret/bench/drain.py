@@ -23,6 +23,8 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,57 +33,62 @@ from ferret.bench.scale import Corpus
 from ferret.contract import RetrievalResult
 from ferret.producer.client import Producer
 from ferret.rq_layer.runner import build_worker
-from ferret.settings import load_settings
+from ferret.settings import Settings, load_settings
 from ferret.worker.pipeline.orchestrator import run_pipeline
 
 WARM_JOBS = 50
 
 
-def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
-    corpus = Corpus()
-    rows: list[dict[str, float]] = []
+@contextmanager
+def worker_in_process(corpus: Corpus, memories: int) -> Iterator[tuple[Settings, Producer, Any]]:
+    """A private redis-server whose namespace ``NAMESPACE`` holds ``memories`` of ``corpus`` (cache off), a
+    producer and a simple worker built in this process on it; INFO logs off meanwhile."""
     logging.disable(logging.INFO)
     try:
-        with tempfile.TemporaryDirectory(prefix="ferret-bench-drain-") as home:
+        with tempfile.TemporaryDirectory(prefix="ferret-bench-in-process-") as home:
             server, client = corpus_server(Path(home), corpus, memories)
             try:
                 settings = load_settings(environ={"FERRET_REDIS__URL": server.url, **NO_CACHE})
-                producer = Producer(client, settings)
-                worker = build_worker(client, settings, worker_class="simple")
-
-                def drain(queries: list[str]) -> float:
-                    handles = []
-                    for answer in producer.enqueue_many([{"query": q, "namespace": NAMESPACE,
-                                                          "deadline_seconds": 600} for q in queries]):
-                        if isinstance(answer, Exception):
-                            raise answer
-                        handles.append(answer)
-                    began = time.process_time()
-                    worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
-                    spent = time.process_time() - began
-                    # read after the CPU: a job that failed fast would cost less than one that ran
-                    outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
-                                    for result in producer.results_of(handles))
-                    return spent
-
-                outcomes: Counter[str] = Counter()
-                drain([corpus.query() for _ in range(WARM_JOBS)])
-                outcomes.clear()
-                backends = worker.ferret_context.backends  # type: ignore[attr-defined]
-                for _ in range(rounds):
-                    queries = [corpus.query() for _ in range(jobs)]
-                    began = time.process_time()
-                    for query in queries:  # the namespace's index asked for each time, as ``bench overhead`` does
-                        run_pipeline(query, backends.for_namespace(NAMESPACE), settings.pipeline)
-                    pipeline_ms = (time.process_time() - began) / jobs * 1000
-                    worker_ms = drain([corpus.query() for _ in range(jobs)]) / jobs * 1000
-                    rows.append({"pipeline_ms": round(pipeline_ms, 3), "worker_ms": round(worker_ms, 3),
-                                 "over_pipeline": round(worker_ms / pipeline_ms, 2),
-                                 "machinery_ms": round(worker_ms - pipeline_ms, 3)})
+                yield settings, Producer(client, settings), build_worker(client, settings, worker_class="simple")
             finally:
                 server.stop()
     finally:
         logging.disable(logging.NOTSET)
+
+
+def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
+    corpus = Corpus()
+    rows: list[dict[str, float]] = []
+    with worker_in_process(corpus, memories) as (settings, producer, worker):
+        def drain(queries: list[str]) -> float:
+            handles = []
+            for answer in producer.enqueue_many([{"query": q, "namespace": NAMESPACE,
+                                                  "deadline_seconds": 600} for q in queries]):
+                if isinstance(answer, Exception):
+                    raise answer
+                handles.append(answer)
+            began = time.process_time()
+            worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
+            spent = time.process_time() - began
+            # read after the CPU: a job that failed fast would cost less than one that ran
+            outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
+                            for result in producer.results_of(handles))
+            return spent
+
+        outcomes: Counter[str] = Counter()
+        drain([corpus.query() for _ in range(WARM_JOBS)])
+        outcomes.clear()
+        backends = worker.ferret_context.backends  # type: ignore[attr-defined]
+        for _ in range(rounds):
+            queries = [corpus.query() for _ in range(jobs)]
+            began = time.process_time()
+            for query in queries:  # the namespace's index asked for each time, as ``bench overhead`` does
+                run_pipeline(query, backends.for_namespace(NAMESPACE), settings.pipeline)
+            pipeline_ms = (time.process_time() - began) / jobs * 1000
+            worker_ms = drain([corpus.query() for _ in range(jobs)]) / jobs * 1000
+            rows.append({"pipeline_ms": round(pipeline_ms, 3), "worker_ms": round(worker_ms, 3),
+                         "over_pipeline": round(worker_ms / pipeline_ms, 2),
+                         "machinery_ms": round(worker_ms - pipeline_ms, 3)})
     medians = {part: round(statistics.median(row[part] for row in rows), 3) for part in rows[0]}
     return {"jobs": jobs, "rounds": rounds, "memories": memories, "rounds_run": rows, "median": medians,
             "outcomes": dict(outcomes)}

@@ -13,24 +13,19 @@ machine stays out of them (Redis's is not in them).
 
 from __future__ import annotations
 
-import logging
 import statistics
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from ferret.bench.overhead import NAMESPACE, NO_CACHE, corpus_server
+from ferret.bench.drain import worker_in_process
+from ferret.bench.overhead import NAMESPACE
 from ferret.bench.scale import Corpus
 from ferret.contract import RetrievalResult
-from ferret.producer.client import Producer
 from ferret.results import ResultStore
 from ferret.rq_layer import trip_batching
-from ferret.rq_layer.runner import build_worker
-from ferret.settings import load_settings
 
 WARM_JOBS = 50
 
@@ -63,39 +58,25 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     corpus = Corpus()
     rows: dict[str, list[dict[str, float]]] = {"held": [], "own": []}
     outcomes: Counter[str] = Counter()
-    logging.disable(logging.INFO)
-    try:
-        with tempfile.TemporaryDirectory(prefix="ferret-bench-result-writes-") as home:
-            server, client = corpus_server(Path(home), corpus, memories)
-            try:
-                settings = load_settings(environ={"FERRET_REDIS__URL": server.url, **NO_CACHE})
-                producer = Producer(client, settings)
-                worker = build_worker(client, settings, worker_class="simple")
+    with worker_in_process(corpus, memories) as (_settings, producer, worker):
+        def drain(way: str, count: int) -> dict[str, float]:
+            worker.ferret_held_queue = trip_batching.HELD_QUEUE if way == "held" else None
+            handles = producer.enqueue_many([{"query": corpus.query(), "namespace": NAMESPACE, "queue": "batch",
+                                              "deadline_seconds": 600} for _ in range(count)])
+            with _writes_timed() as spent:
+                began = time.process_time()
+                worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
+                total = time.process_time() - began
+            outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
+                            for result in producer.results_of(handles))  # type: ignore[arg-type]
+            return {"writes_ms": round(spent[0] / count * 1000, 3), "worker_ms": round(total / count * 1000, 3)}
 
-                def drain(way: str, count: int) -> dict[str, float]:
-                    worker.ferret_held_queue = trip_batching.HELD_QUEUE if way == "held" else None  # type: ignore[attr-defined]
-                    handles = producer.enqueue_many([{"query": corpus.query(), "namespace": NAMESPACE,
-                                                      "queue": "batch", "deadline_seconds": 600}
-                                                     for _ in range(count)])
-                    with _writes_timed() as spent:
-                        began = time.process_time()
-                        worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
-                        total = time.process_time() - began
-                    outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
-                                    for result in producer.results_of(handles))  # type: ignore[arg-type]
-                    return {"writes_ms": round(spent[0] / count * 1000, 3),
-                            "worker_ms": round(total / count * 1000, 3)}
-
-                drain("held", WARM_JOBS)
-                drain("own", WARM_JOBS)
-                outcomes.clear()
-                for _ in range(rounds):
-                    for way in ("own", "held"):
-                        rows[way].append(drain(way, jobs))
-            finally:
-                server.stop()
-    finally:
-        logging.disable(logging.NOTSET)
+        drain("held", WARM_JOBS)
+        drain("own", WARM_JOBS)
+        outcomes.clear()
+        for _ in range(rounds):
+            for way in ("own", "held"):
+                rows[way].append(drain(way, jobs))
     medians = {way: {part: round(statistics.median(row[part] for row in runs), 3) for part in runs[0]}
                for way, runs in rows.items()}
     return {"jobs": jobs, "rounds": rounds, "memories": memories, "rounds_run": rows, "median": medians,

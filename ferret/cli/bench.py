@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -93,13 +94,23 @@ def round_trips(jobs: int) -> None:
     click.echo(json.dumps(figures))
 
 
+def _in_process_options(jobs: int, jobs_help: str, rounds_help: str) -> Any:
+    """The options of a bench whose worker runs in its own process: jobs, rounds, memories."""
+    def decorate(command: Any) -> Any:
+        for option in reversed((
+                click.option("--jobs", default=jobs, show_default=True, type=click.IntRange(1, 1_000_000),
+                             help=jobs_help),
+                click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100),
+                             help=rounds_help),
+                click.option("--memories", default=5000, show_default=True, type=click.IntRange(1, 5000),
+                             help="Memories in the namespace (at most 5,000: built in the job's process)."))):
+            command = option(command)
+        return command
+    return decorate
+
+
 @bench.command(name="result-writes")
-@click.option("--jobs", default=1500, show_default=True, type=click.IntRange(1, 1_000_000),
-              help="Jobs a round.")
-@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100),
-              help="Rounds of each way, alternated; medians printed.")
-@click.option("--memories", default=5000, show_default=True, type=click.IntRange(1, 5000),
-              help="Memories in the namespace (at most 5,000: built in the job's process).")
+@_in_process_options(1500, "Jobs a round.", "Rounds of each way, alternated; medians printed.")
 def result_writes(jobs: int, rounds: int, memories: int) -> None:
     """A worker's CPU writing batch results: held for the trip's end against each job's own write."""
     from ferret.bench.result_writes import run
@@ -114,12 +125,8 @@ def result_writes(jobs: int, rounds: int, memories: int) -> None:
 
 
 @bench.command(name="drain")
-@click.option("--jobs", default=2000, show_default=True, type=click.IntRange(1, 1_000_000),
-              help="Jobs a round (and as many queries in-process).")
-@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100),
-              help="Rounds, the pipeline's and the worker's alternated; medians printed.")
-@click.option("--memories", default=5000, show_default=True, type=click.IntRange(1, 5000),
-              help="Memories in the namespace (at most 5,000: built in the job's process).")
+@_in_process_options(2000, "Jobs a round (and as many queries in-process).",
+                     "Rounds, the pipeline's and the worker's alternated; medians printed.")
 def drain(jobs: int, rounds: int, memories: int) -> None:
     """A worker's CPU a job draining a deep queue in this process, against the same pipeline in-process."""
     from ferret.bench.drain import run
