@@ -22,7 +22,12 @@ together:
 - **end**: RQ's success bookkeeping of each job is kept back and sent with the last job's (one
   transaction), or sooner when ``FLUSH_SECONDS`` have passed since the first was kept back. A batch job's
   result is held the same way and written just before (one pipeline: ``ferret.worker.core.held_results``);
-  a prefetch job's, or a job's alone in its trip, is written as it ends.
+  a prefetch job's, or a job's alone in its trip, is written as it ends. A held job is still started, and
+  the reaper ends a started job a second past its deadline + grace as overrun, so a result is held only
+  with over a second of its deadline left (``run_job``), and the results held are written before a job
+  whose deadline is more than ``HOLD_SLACK_SECONDS`` later than theirs starts: each job ends by its own
+  deadline (its budget), so every held result is written by its deadline + ``HOLD_SLACK_SECONDS``, before
+  the reaper's turn (unless a stage hangs past its budget: then the job running is overrun too).
 
 How many are taken follows the recent jobs: as many as would use ``TRIP_SECONDS`` of the worker's CPU,
 and no more than would last ``TRIP_WALL_SECONDS`` on the clock (at most ``service.jobs_per_trip``). So a
@@ -68,6 +73,8 @@ TRIP_WALL_SECONDS = 0.25  # and how long they may last on the clock
 FLUSH_SECONDS = 0.25  # success bookkeeping kept back no longer than this
 _SMOOTHING = 0.2  # weight of the latest job in the running mean of a job's seconds
 HELD_QUEUE = "batch"  # whose jobs' results wait for their trip's end (nobody waits on one line of a batch)
+# Results are held past the start of a job whose deadline is at most this much later than theirs, no longer.
+HOLD_SLACK_SECONDS = 1.0
 
 
 def _deadline(job: Job) -> float:
@@ -102,6 +109,11 @@ class JobsPerTrip:
         return self._ferret_prestarted
 
     def execute_job(self, job: Job, queue: Queue) -> Any:
+        held = self._ferret_held_results
+        if held and _deadline(job) > min(one.result.timestamps.deadline_at for one in held) + HOLD_SLACK_SECONDS:
+            # This job may run until its own deadline: the results held are written first, before a reaper
+            # could take one of their jobs, still started, for an overrun one (see the module).
+            self.end_trip()
         began = time.process_time(), time.monotonic()
         # A batch job that is not alone in its trip: its result is written with the trip's others.
         job.ferret_hold = self._hold if job.origin == self.ferret_held_queue and (  # type: ignore[attr-defined]

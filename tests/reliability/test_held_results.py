@@ -84,6 +84,35 @@ def test_a_prefetch_trip_and_a_lone_batch_job_write_as_each_job_ends(producer, r
     assert [r.status for r in producer.results_of([*prefetch, lone])] == ["ok"] * 5  # type: ignore[union-attr]
 
 
+def test_a_job_past_its_deadline_is_written_at_once(producer, redis_client, settings, sample_namespace, writes):
+    """A job already past its deadline (or within a second of it) is not held: a reaper ends a started job a
+    second past its deadline + grace as overrun, and a held job is still started, so its ``expired`` is
+    written as it ends (it runs first in its trip: earliest deadline first)."""
+    requests = _requests(sample_namespace, 4)
+    requests[2]["deadline_seconds"] = 0.000001
+    handles = producer.enqueue_many(requests)
+    _worker(redis_client, settings, "batch", 4).work(burst=True, with_scheduler=False)
+    assert writes["own"] == [handles[2].job_id]
+    assert [sorted(trip) for trip in writes["held"] if trip] == [
+        sorted((h.job_id, False) for h in handles if h is not handles[2])]
+    assert [r.status for r in producer.results_of(handles)] == ["ok", "ok", "expired", "ok"]  # type: ignore[union-attr]
+
+
+def test_held_results_are_written_before_a_job_with_a_later_deadline_starts(producer, redis_client, settings,
+                                                                          sample_namespace, writes):
+    """A job may run until its own deadline, and a held job is still started: so results are held only past
+    the start of a job whose deadline is within a second of theirs. Here the 60 s job runs first (earliest
+    deadline first) and its result is written before the 600 s ones start; those two are written together."""
+    requests = _requests(sample_namespace, 3)
+    requests[2]["deadline_seconds"] = 60
+    handles = producer.enqueue_many(requests)
+    _worker(redis_client, settings, "batch", 3).work(burst=True, with_scheduler=False)
+    assert writes["own"] == []
+    assert [sorted(trip) for trip in writes["held"] if trip] == [
+        [(handles[2].job_id, False)], sorted((h.job_id, False) for h in handles[:2])]
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 3  # type: ignore[union-attr]
+
+
 def test_each_held_write_has_the_outcome_of_a_jobs_own(producer, redis_client, settings, sample_namespace):
     """In one trip: a job another run had already answered (its answer stands, this one is dropped and not
     reported), a job whose payload names a trace id another job's trace holds (written under a new one),

@@ -46,6 +46,8 @@ from ferret.worker.results_builder import fit_result, result_items
 
 logger = logging.getLogger(__name__)
 
+HOLD_MARGIN_SECONDS = 1.0  # a result is held for its trip's end only with this much of its deadline left
+
 
 def _queue_wait_span(tracer: SpanCollector, env: JobEnvelope, started_ns: int) -> None:
     tracer.add(Span("queue_wait", tracer.trace_id, new_span_id(), tracer.root_span_id,
@@ -156,7 +158,9 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
     ``hard_timeout``: what the queue system raises when the job's hard time
     limit strikes (RQ's ``JobTimeoutException``); it ends the job ``failed``.
     ``hold``: given, the result is handed to it to be written with its trip's others
-    (``ferret.worker.core.held_results``) and the report says ``held``."""
+    (``ferret.worker.core.held_results``) and the report says ``held``; not when the job's deadline is
+    less than ``HOLD_MARGIN_SECONDS`` away (an expired job's result is written at once: a reaper ends a
+    started job a second past its deadline + grace as overrun, and a held one is still started)."""
     started_at = ctx.now()  # Redis's clock: the producer's enqueue time and deadline are on it too
     started_ns = int(started_at * 1e9)
     tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans, clock_ns=lambda: int(ctx.now() * 1e9))
@@ -198,7 +202,7 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
                              **fields)
             result, body = fit_result(result, ctx.settings.limits.max_result_bytes)
         root.set(status=outcome.status)
-    if hold is not None:
+    if hold is not None and env.deadline_at - ctx.now() > HOLD_MARGIN_SECONDS:
         report = JobReport(result, request, None, held=True)
         try:
             report = _folded_after(ctx, report)
