@@ -95,7 +95,7 @@ def round_trips(jobs: int) -> None:
 
 
 def _in_process_options(jobs: int, jobs_help: str, rounds_help: str) -> Any:
-    """The options of a bench whose worker runs in its own process: jobs, rounds, memories."""
+    """The options of a bench whose worker runs in the bench's own process: jobs, rounds, memories."""
     def decorate(command: Any) -> Any:
         for option in reversed((
                 click.option("--jobs", default=jobs, show_default=True, type=click.IntRange(1, 1_000_000),

@@ -46,9 +46,7 @@ class LeanTransaction(Pipeline):
     """redis-py's transaction pipeline, its replies read raw (see the module)."""
 
     def _execute_transaction(self, connection: Any, commands: Any, raise_on_error: bool) -> list[Any]:
-        if (pack_command is None or not isinstance(getattr(connection, "_command_packer", None), _HIREDIS_PACKERS)
-                or getattr(connection, "himport_registry", None)
-                or any(EMPTY_RESPONSE in options for _, options in commands)):
+        if _redis_pys_way(connection, commands):
             return super()._execute_transaction(connection, commands, raise_on_error)  # type: ignore[no-any-return]
         packed = b"".join([_MULTI, *(_packed(args) for args, _ in commands), _EXEC])
         connection.send_packed_command([packed])
@@ -80,9 +78,7 @@ class LeanPipeline(Pipeline):
     trade as ``LeanTransaction``, for a worker's batch of result scripts (whose answers are ints)."""
 
     def _execute_pipeline(self, connection: Any, commands: Any, raise_on_error: bool) -> list[Any]:
-        if (pack_command is None or not isinstance(getattr(connection, "_command_packer", None), _HIREDIS_PACKERS)
-                or getattr(connection, "himport_registry", None)
-                or any(EMPTY_RESPONSE in options for _, options in commands)):
+        if _redis_pys_way(connection, commands):
             return super()._execute_pipeline(connection, commands, raise_on_error)  # type: ignore[no-any-return]
         connection.send_packed_command([b"".join([_packed(args) for args, _ in commands])])
         answers: list[Any] = []
@@ -94,6 +90,14 @@ class LeanPipeline(Pipeline):
         if raise_on_error:
             self.raise_first_error(commands, answers)
         return answers
+
+
+def _redis_pys_way(connection: Any, commands: Any) -> bool:
+    """Whether these commands go redis-py's own way: no hiredis, client-side HIMPORT fieldsets, or a command
+    queued with ``EMPTY_RESPONSE`` (nothing of ours queues such)."""
+    return (pack_command is None or not isinstance(getattr(connection, "_command_packer", None), _HIREDIS_PACKERS)
+            or bool(getattr(connection, "himport_registry", None))
+            or any(EMPTY_RESPONSE in options for _, options in commands))
 
 
 def _packed(args: tuple[Any, ...]) -> bytes:

@@ -24,9 +24,9 @@ together:
   result is held the same way and written just before (one pipeline: ``ferret.worker.core.held_results``);
   a prefetch job's, or a job's alone in its trip, is written as it ends. A held job is still started, and
   the reaper ends a started job a second past its deadline + grace as overrun, so a result is held only
-  with over a second of its deadline left (``run_job``), and the results held are written before a job
-  whose deadline is more than ``HOLD_SLACK_SECONDS`` later than theirs starts: each job ends by its own
-  deadline (its budget), so every held result is written by its deadline + ``HOLD_SLACK_SECONDS``, before
+  with over ``HOLD_MARGIN_SECONDS`` of its deadline left (``run_job``), and the results held are written
+  before a job whose deadline is more than that later than theirs starts: each job ends by its own
+  deadline (its budget), so every held result is written by its deadline + ``HOLD_MARGIN_SECONDS``, before
   the reaper's turn (unless a stage hangs past its budget: then the job running is overrun too).
 
 How many are taken follows the recent jobs: as many as would use ``TRIP_SECONDS`` of the worker's CPU,
@@ -59,22 +59,20 @@ from ferret.envelope import deadline_of
 from ferret.redis_plumbing.lean_transaction import lean_transaction
 from ferret.rq_layer.bookkeeping import lean_success
 from ferret.rq_layer.intake import put_back_commands
-from ferret.worker.core.held_results import HeldResult, write_held
+from ferret.worker.core.held_results import HOLD_MARGIN_SECONDS, HeldResult, write_held
 from ferret.worker.core.report import after_job
 
 logger = logging.getLogger(__name__)
-
-
-class HeldResultsUnwritten(Exception):
-    """The results held for a trip's end could not be written: nor was their jobs' success sent."""
 
 TRIP_SECONDS = 0.025  # how much of the worker's CPU the jobs of one trip may take, by the recent jobs' cost
 TRIP_WALL_SECONDS = 0.25  # and how long they may last on the clock
 FLUSH_SECONDS = 0.25  # success bookkeeping kept back no longer than this
 _SMOOTHING = 0.2  # weight of the latest job in the running mean of a job's seconds
 HELD_QUEUE = "batch"  # whose jobs' results wait for their trip's end (nobody waits on one line of a batch)
-# Results are held past the start of a job whose deadline is at most this much later than theirs, no longer.
-HOLD_SLACK_SECONDS = 1.0
+
+
+class HeldResultsUnwritten(Exception):
+    """The results held for a trip's end could not be written: nor was their jobs' success sent."""
 
 
 def _deadline(job: Job) -> float:
@@ -110,7 +108,7 @@ class JobsPerTrip:
 
     def execute_job(self, job: Job, queue: Queue) -> Any:
         held = self._ferret_held_results
-        if held and _deadline(job) > min(one.result.timestamps.deadline_at for one in held) + HOLD_SLACK_SECONDS:
+        if held and _deadline(job) > min(one.result.timestamps.deadline_at for one in held) + HOLD_MARGIN_SECONDS:
             # This job may run until its own deadline: the results held are written first, before a reaper
             # could take one of their jobs, still started, for an overrun one (see the module).
             self.end_trip()

@@ -39,6 +39,11 @@ from ferret.worker.core.report import JobReport
 from ferret.worker.core.resources import WorkerResources
 from ferret.worker.core.results import ResultDropped, dropped, trace_of, write_with_trace
 
+# A held job is still started, and a reaper ends a started job a second past its deadline + grace as overrun:
+# a result is held only with more than this left of its job's deadline (``run_job``), and no longer than
+# this past it (the trip writes its held results before a job whose deadline is this much later starts).
+HOLD_MARGIN_SECONDS = 1.0
+
 
 @dataclass(frozen=True)
 class HeldResult:
@@ -57,7 +62,7 @@ def write_held(held: Sequence[HeldResult]) -> list[JobReport | None]:
     was there). See the module for what is written on its own."""
     if not held:
         return []
-    store = held[0].ctx.results
+    store = held[0].ctx.results  # one worker's: the same store for every result it holds
     traces = [trace_of(one.ctx, one.result, one.tracer) for one in held]
     answers: list[Any] = [None] * len(held)
     todo = list(range(len(held)))
@@ -65,7 +70,7 @@ def write_held(held: Sequence[HeldResult]) -> list[JobReport | None]:
         with lean_pipeline(store.client) as pipeline:  # the answers are ints: read raw, no callbacks
             for index in todo:
                 one = held[index]
-                one.ctx.results.write_on(pipeline, one.result, traces[index][1], one.cache, one.body)
+                store.write_on(pipeline, one.result, traces[index][1], one.cache, one.body)
             for index, answer in zip(todo, pipeline.execute(raise_on_error=False), strict=True):
                 answers[index] = answer
         todo = [index for index in todo if isinstance(answers[index], NoScriptError)]

@@ -27,7 +27,7 @@ from ferret.stats import JobStats
 from ferret.tracing import Span, SpanCollector, new_span_id
 from ferret.worker.agent.job import AgentAnswer, agent_wanted, run_agent
 from ferret.worker.agent.loop import empty_stats
-from ferret.worker.core.held_results import HeldResult
+from ferret.worker.core.held_results import HOLD_MARGIN_SECONDS, HeldResult
 from ferret.worker.core.report import JobReport
 from ferret.worker.core.resources import WorkerResources
 from ferret.worker.core.results import (
@@ -45,8 +45,6 @@ from ferret.worker.pipeline.sections import sections_for
 from ferret.worker.results_builder import fit_result, result_items
 
 logger = logging.getLogger(__name__)
-
-HOLD_MARGIN_SECONDS = 1.0  # a result is held for its trip's end only with this much of its deadline left
 
 
 def _queue_wait_span(tracer: SpanCollector, env: JobEnvelope, started_ns: int) -> None:
