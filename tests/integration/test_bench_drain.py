@@ -1,21 +1,39 @@
-"""``ferret bench drain`` in CI size: it runs end to end, every job ends ``ok``, and it prints its figures."""
+"""The benches whose worker runs in their own process (``ferret bench drain``, ``ferret bench result-writes``)
+in CI size: they run end to end, every job ends ``ok``, and they print their figures."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from typing import Any
 
 
-def test_bench_drain_reports_the_worker_against_the_pipeline(env):
-    run = subprocess.run([sys.executable, "-m", "ferret.cli.main", "bench", "drain", "--jobs", "30",
+def _bench(env: dict[str, str], name: str, jobs: int) -> tuple[str, dict[str, Any]]:
+    """The bench's output, and its report (the last line), two rounds on 300 memories."""
+    run = subprocess.run([sys.executable, "-m", "ferret.cli.main", "bench", name, "--jobs", str(jobs),
                           "--rounds", "2", "--memories", "300"],
                          env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    report = json.loads(run.stdout.strip().splitlines()[-1])
+    return run.stdout, json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_bench_drain_reports_the_worker_against_the_pipeline(env):
+    printed, report = _bench(env, "drain", 30)
     assert report["outcomes"] == {"ok": 60}
     assert len(report["rounds_run"]) == 2
     for row in report["rounds_run"]:
         assert 0 < row["pipeline_ms"] < row["worker_ms"]  # a job is the pipeline and more
         assert abs(row["over_pipeline"] - row["worker_ms"] / row["pipeline_ms"]) < 0.02
-    assert "median:" in run.stdout
+    assert "median:" in printed
+
+
+def test_bench_result_writes_reports_both_ways(env):
+    """Both ways of writing a batch job's result, and the writes a part of the worker's CPU."""
+    printed, report = _bench(env, "result-writes", 40)
+    assert report["outcomes"] == {"ok": 160}
+    for way in ("own", "held"):
+        assert len(report["rounds_run"][way]) == 2
+        for row in report["rounds_run"][way]:
+            assert 0 < row["writes_ms"] < row["worker_ms"]
+    assert "held: writing results" in printed and "own: writing results" in printed

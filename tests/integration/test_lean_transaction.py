@@ -42,14 +42,16 @@ def state(client: redis.Redis) -> dict[bytes, tuple[bytes, Any, int]]:
     return out
 
 
-def both(pair: tuple[redis.Redis, redis.Redis], commands: Queue) -> tuple[list[Any], list[Any]]:
-    """The same commands as redis-py's transaction and as a lean one; each one's answers."""
+def both(pair: tuple[redis.Redis, redis.Redis], commands: Queue,
+         transaction: bool = True) -> tuple[list[Any], list[Any]]:
+    """The same commands through redis-py's pipeline and the lean one (a transaction, or not); each one's
+    answers."""
     theirs, ours = pair
-    with theirs.pipeline() as pipe:
+    with theirs.pipeline(transaction=transaction) as pipe:
         commands(pipe)
         theirs_answers = pipe.execute()
-    with lean_transaction(ours) as pipe:
-        assert isinstance(pipe, LeanTransaction)
+    with (lean_transaction if transaction else lean_pipeline)(ours) as pipe:
+        assert isinstance(pipe, LeanTransaction if transaction else LeanPipeline)
         commands(pipe)
         our_answers = pipe.execute()
     return theirs_answers, our_answers
@@ -176,15 +178,8 @@ def test_it_works_on_fakeredis_too_for_the_unit_tests():
 def test_the_lean_pipeline_writes_what_redis_pys_writes_and_answers_raw(pair):
     """No transaction: the same writes; the answers raw (redis-py's callbacks make ``OK`` True and a float's
     text a float; a count is an int either way)."""
-    theirs, ours = pair
-    with theirs.pipeline(transaction=False) as pipe:
-        rq_like(pipe)
-        theirs_answers = pipe.execute()
-    with lean_pipeline(ours) as pipe:
-        assert isinstance(pipe, LeanPipeline)
-        rq_like(pipe)
-        our_answers = pipe.execute()
-    assert state(ours) == state(theirs)
+    theirs_answers, our_answers = both(pair, rq_like, transaction=False)
+    assert state(pair[1]) == state(pair[0])
     assert len(our_answers) == len(theirs_answers) == 13
     for mine, redis_pys in zip(our_answers, theirs_answers, strict=True):
         assert (mine == redis_pys or (mine == b"OK" and redis_pys is True)
