@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import redis
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
 
 from ferret.redis_plumbing.clock import Clock
 from ferret.redis_plumbing.replication import ReplicaWait
@@ -135,6 +136,9 @@ class SyncSteps:
             for number, (index, start) in enumerate(spans):
                 end = spans[number + 1][1] if number + 1 < len(spans) else len(results)
                 replies[index] = results[start:end] if isinstance(asked[index], Batch) else results[start]
+            unloaded = [index for index in indexes if isinstance(replies[index], NoScriptError)]
+            if unloaded:
+                replies.update(self._again_loaded(client, {index: asked[index] for index in unloaded}))
         for index, seen in copies.items():
             replies[index] = replies[seen]
         if replicate:  # once for the round: it covers every write sent so far
@@ -142,3 +146,17 @@ class SyncSteps:
             for index in replicate:
                 replies[index] = done
         return replies
+
+    def _again_loaded(self, client: Any, evals: dict[int, Op]) -> dict[int, Any]:
+        """Scripts a round found missing, sent again in a pipeline of their own; each one's reply.
+
+        redis-py's pipeline checks its scripts (SCRIPT EXISTS, then SCRIPT LOAD) before it sends them, but
+        a connection lost in between is reconnected and the pipeline sent again as it was: after a failover
+        to a replica (which has not its old primary's scripts) its EVALSHAs answer ``NOSCRIPT``. A script
+        that answered ``NOSCRIPT`` did not run, so the new pipeline (which checks and loads its scripts
+        again) runs each of them once."""
+        with client.pipeline(transaction=False) as pipe:
+            for op in evals.values():
+                assert isinstance(op, Eval)
+                self._script(op)(keys=list(op.keys), args=list(op.args), client=pipe)
+            return dict(zip(evals, pipe.execute(raise_on_error=False), strict=True))

@@ -35,7 +35,8 @@ def test_a_worker_says_why_it_stopped(worker_class, env, producer, sample_namesp
         time.sleep(0.05)
     serving.send_signal(signal.SIGTERM)
     _, err = serving.communicate(timeout=60)
-    assert "stopped (SIGTERM: the job in hand, if any, finished first) after 0 job(s)" in err, err
+    assert "stopped (SIGTERM: the job in hand, if any, finished first) after 0 job(s)" in err, \
+        f"exit {serving.returncode}: {err}"
 
 
 def test_a_job_rq_failed_without_a_ferret_result_says_so(env, producer, sample_namespace):

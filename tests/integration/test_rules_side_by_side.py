@@ -7,7 +7,7 @@ import redis
 from redis.client import Pipeline
 
 from ferret.errors import InvalidRequest
-from ferret.steps import Batch, Call, Step
+from ferret.steps import Batch, Call, Eval, Step
 
 
 def _count_round_trips(monkeypatch) -> list[int]:
@@ -84,3 +84,49 @@ def test_the_same_read_asked_by_many_rules_in_a_round_is_sent_once(producer, red
     assert sent.count(("GET", "side:shared")) == 1 and sent.count(("EXISTS", "side:shared")) == 1
     assert [args for args in sent if args[0] == "SET"] == [("SET", f"side:own-{n}", "seen") for n in range(1, 4)]
     assert len([args for args in sent if args[:2] == ("GET", "side:own-2")]) == 1
+
+
+def _scripts_lost_once_checked(monkeypatch, redis_client) -> list[int]:
+    """The server's scripts flushed right after the next pipeline has checked for its own (SCRIPT EXISTS/LOAD),
+    as a failover between that check and the sending does (the promoted replica has not its primary's)."""
+    flushed = [0]
+    real = Pipeline.load_scripts
+
+    def then_lost(self):  # type: ignore[no-untyped-def]
+        real(self)
+        if not flushed[0]:
+            flushed[0] += 1
+            redis_client.script_flush()
+
+    monkeypatch.setattr(Pipeline, "load_scripts", then_lost)
+    return flushed
+
+
+def test_enqueues_whose_scripts_went_missing_before_sending_are_each_enqueued_once(producer, redis_client,
+                                                                                    monkeypatch):
+    redis_client.delete("rq:queue:batch")
+    requests = [{"query": f"ETH basis {n}", "namespace": "side", "queue": "batch", "request_id": f"lost-{n}"}
+                for n in range(20)]
+    flushed = _scripts_lost_once_checked(monkeypatch, redis_client)
+    answers = producer.enqueue_many(requests)
+    assert flushed[0] == 1
+    assert not [a for a in answers if isinstance(a, Exception)], answers
+    assert len({a.job_id for a in answers}) == 20 and not any(a.duplicate for a in answers)
+    assert redis_client.llen("rq:queue:batch") == 20
+
+
+def test_a_script_missing_in_an_atomic_round_runs_once_and_the_batch_beside_it_once(producer, redis_client,
+                                                                                      monkeypatch):
+    redis_client.delete("side:count", "side:batch")
+
+    def counts() -> Step[int]:
+        return (yield Eval("return redis.call('INCR', KEYS[1])", ("side:count",), ()))
+
+    def writes() -> Step[list]:
+        return (yield Batch((("INCR", "side:batch"), ("GET", "side:batch")), transaction=True))
+
+    flushed = _scripts_lost_once_checked(monkeypatch, redis_client)
+    answers = producer.steps.run_together([counts(), writes()])
+    assert flushed[0] == 1
+    assert answers == [1, [1, b"1"]]
+    assert redis_client.get("side:count") == b"1" and redis_client.get("side:batch") == b"1"
