@@ -136,9 +136,10 @@ class SyncSteps:
             for number, (index, start) in enumerate(spans):
                 end = spans[number + 1][1] if number + 1 < len(spans) else len(results)
                 replies[index] = results[start:end] if isinstance(asked[index], Batch) else results[start]
-            unloaded = [index for index in indexes if isinstance(replies[index], NoScriptError)]
+            unloaded = {index: op for index in indexes
+                        if isinstance(op := asked[index], Eval) and isinstance(replies[index], NoScriptError)}
             if unloaded:
-                replies.update(self._again_loaded(client, {index: asked[index] for index in unloaded}))
+                replies.update(self._again_loaded(client, unloaded))
         for index, seen in copies.items():
             replies[index] = replies[seen]
         if replicate:  # once for the round: it covers every write sent so far
@@ -147,16 +148,17 @@ class SyncSteps:
                 replies[index] = done
         return replies
 
-    def _again_loaded(self, client: Any, evals: dict[int, Op]) -> dict[int, Any]:
+    def _again_loaded(self, client: Any, evals: dict[int, Eval]) -> dict[int, Any]:
         """Scripts a round found missing, sent again in a pipeline of their own; each one's reply.
 
         redis-py's pipeline checks its scripts (SCRIPT EXISTS, then SCRIPT LOAD) before it sends them, but
         a connection lost in between is reconnected and the pipeline sent again as it was: after a failover
         to a replica (which has not its old primary's scripts) its EVALSHAs answer ``NOSCRIPT``. A script
-        that answered ``NOSCRIPT`` did not run, so the new pipeline (which checks and loads its scripts
-        again) runs each of them once."""
+        that answered ``NOSCRIPT`` did not run, so sending it again runs it once. Each script is loaded
+        first (a Cluster's pipeline does not check its scripts itself; SCRIPT LOAD reaches every primary)."""
+        for source in dict.fromkeys(op.source for op in evals.values()):
+            client.script_load(source)
         with client.pipeline(transaction=False) as pipe:
             for op in evals.values():
-                assert isinstance(op, Eval)
                 self._script(op)(keys=list(op.keys), args=list(op.args), client=pipe)
             return dict(zip(evals, pipe.execute(raise_on_error=False), strict=True))
