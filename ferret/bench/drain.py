@@ -56,24 +56,30 @@ def worker_in_process(corpus: Corpus, memories: int) -> Iterator[tuple[Settings,
         logging.disable(logging.NOTSET)
 
 
+def drained(producer: Producer, worker: Any, requests: list[dict[str, Any]], outcomes: Counter[str]) -> float:
+    """Enqueue ``requests`` and let ``worker`` drain them (burst): the CPU seconds this process spent in the
+    drain. Each job's final status is counted in ``outcomes`` after ("none": no result)."""
+    handles = []
+    for answer in producer.enqueue_many(requests):
+        if isinstance(answer, Exception):
+            raise answer
+        handles.append(answer)
+    began = time.process_time()
+    worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
+    spent = time.process_time() - began
+    # read after the CPU: a job that failed fast would cost less than one that ran
+    outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
+                    for result in producer.results_of(handles))
+    return spent
+
+
 def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     corpus = Corpus()
     rows: list[dict[str, float]] = []
     with worker_in_process(corpus, memories) as (settings, producer, worker):
         def drain(queries: list[str]) -> float:
-            handles = []
-            for answer in producer.enqueue_many([{"query": q, "namespace": NAMESPACE,
-                                                  "deadline_seconds": 600} for q in queries]):
-                if isinstance(answer, Exception):
-                    raise answer
-                handles.append(answer)
-            began = time.process_time()
-            worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
-            spent = time.process_time() - began
-            # read after the CPU: a job that failed fast would cost less than one that ran
-            outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
-                            for result in producer.results_of(handles))
-            return spent
+            return drained(producer, worker, [{"query": q, "namespace": NAMESPACE, "deadline_seconds": 600}
+                                              for q in queries], outcomes)
 
         outcomes: Counter[str] = Counter()
         drain([corpus.query() for _ in range(WARM_JOBS)])

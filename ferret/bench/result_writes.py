@@ -20,10 +20,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ferret.bench.drain import worker_in_process
+from ferret.bench.drain import drained, worker_in_process
 from ferret.bench.overhead import NAMESPACE
 from ferret.bench.scale import Corpus
-from ferret.contract import RetrievalResult
 from ferret.results import ResultStore
 from ferret.rq_layer import trip_batching
 
@@ -61,14 +60,10 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     with worker_in_process(corpus, memories) as (_settings, producer, worker):
         def drain(way: str, count: int) -> dict[str, float]:
             worker.ferret_held_queue = trip_batching.HELD_QUEUE if way == "held" else None
-            handles = producer.enqueue_many([{"query": corpus.query(), "namespace": NAMESPACE, "queue": "batch",
-                                              "deadline_seconds": 600} for _ in range(count)])
-            with _writes_timed() as spent:
-                began = time.process_time()
-                worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
-                total = time.process_time() - began
-            outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
-                            for result in producer.results_of(handles))  # type: ignore[arg-type]
+            requests = [{"query": corpus.query(), "namespace": NAMESPACE, "queue": "batch", "deadline_seconds": 600}
+                        for _ in range(count)]
+            with _writes_timed() as spent:  # only the worker writes results: the enqueue and reads are not in it
+                total = drained(producer, worker, requests, outcomes)
             return {"writes_ms": round(spent[0] / count * 1000, 3), "worker_ms": round(total / count * 1000, 3)}
 
         drain("held", WARM_JOBS)
