@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+import orjson
+
 from ferret import __version__, keys
 from ferret.contract import ResultItem, RetrievalRequest
 from ferret.packed import MAX_VALUE_BYTES, pack, unpack
@@ -80,10 +82,19 @@ def cacheable(status: str, stats: JobStats) -> bool:
 
 
 def cache_entry(results: list[ResultItem], context: str, stats: JobStats) -> bytes:
-    """The stored form of a cacheable answer."""
-    entry = {"results": [r.model_dump(mode="json") for r in results], "context": context,
-             "stats": stats.model_dump(mode="json", exclude_none=True, exclude=_PER_RUN)}
-    return pack(json.dumps(entry).encode())
+    """The stored form of a cacheable answer: the models' fields dumped by orjson (as ``result_json`` dumps a
+    result: 11 against 56 us for ten items), or by the standard library what orjson refuses (a lone
+    surrogate); either reads back as the same answer (``read_entry``). A score that is not a number is written
+    as null, as in the stored result, and such an entry reads as a miss."""
+    entry = {"results": [item.__dict__ for item in results], "context": context,
+             "stats": {name: value for name, value in stats.__dict__.items()
+                       if value is not None and name not in _PER_RUN}}
+    try:
+        return pack(orjson.dumps(entry))
+    except orjson.JSONEncodeError:
+        entry = {"results": [item.model_dump(mode="json") for item in results], "context": context,
+                 "stats": stats.model_dump(mode="json", exclude_none=True, exclude=_PER_RUN)}
+        return pack(json.dumps(entry).encode())
 
 
 def read_entry(raw: bytes | str, looked_up_ms: float) -> tuple[list[ResultItem], str, JobStats]:

@@ -1,6 +1,10 @@
-from ferret.cache import cache_key, inflight_key, normalise
-from ferret.contract import parse_request
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ferret.cache import _PER_RUN, cache_entry, cache_key, inflight_key, normalise, read_entry
+from ferret.contract import ResultItem, parse_request
 from ferret.settings import LimitSettings
+from ferret.stats import JobStats
 
 LIMITS = LimitSettings()
 
@@ -71,3 +75,37 @@ def test_the_cache_is_held_to_its_cap_and_only_cache_entries_are_deleted():
     assert [bool(client.exists(e)) for e in entries] == [False, False, True, True, True]
     assert client.zcard(keys.cache_index()) == 3
     assert client.get("ferret:ns:b.x:memories") == b"another tenant's data"
+
+
+# ---- the stored form of an answer: what is written reads back as the same answer ----
+
+texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)  # lone surrogates: their own test
+finite = st.floats(allow_nan=False, allow_infinity=False)
+maybe_text = st.none() | texts
+items = st.builds(ResultItem, id=texts, score=finite, original_score=finite, section=texts, subtype=maybe_text,
+                  sub_query=st.integers(0, 9), sub_query_text=maybe_text, title=texts, preview=texts,
+                  date=maybe_text, rerank_score=st.none() | finite)
+answer_stats = st.builds(JobStats, complexity_score=st.none() | finite, route=maybe_text,
+                         sub_queries=st.none() | st.lists(texts, max_size=3),
+                         stage_ms=st.none() | st.dictionaries(texts, finite, max_size=3),
+                         backend_calls=st.none() | st.lists(st.tuples(texts, texts, finite), max_size=2),
+                         fusion=st.none() | st.dictionaries(texts, st.integers() | finite | texts, max_size=3),
+                         retries=st.none() | st.integers(0, 5), was_decomposed=st.booleans())
+
+
+def _as_read(results, context, stats):
+    """What the entry must read back as: the answer, its stats less what belongs to the run, a hit."""
+    kept = stats.model_dump(mode="json", exclude_none=True, exclude=_PER_RUN)
+    return results, context, JobStats.model_validate({**kept, "cache_hit": True, "stage_ms": {"cache": 0.5}})
+
+
+@given(st.lists(items, max_size=4), texts, answer_stats)
+def test_an_entry_reads_back_as_the_answer_it_stores(results, context, stats):
+    assert read_entry(cache_entry(results, context, stats), 0.5) == _as_read(results, context, stats)
+
+
+def test_an_entry_orjson_refuses_is_written_by_the_standard_library():
+    item = ResultItem(id="m1", score=1.0, original_score=1.0, section="EPISODIC", subtype=None, sub_query=0,
+                      sub_query_text=None, title="t", preview="half a pair: \ud800", date=None)
+    stats = JobStats(route="SIMPLE", backend_calls=[("search", "ok", 0.001)])
+    assert read_entry(cache_entry([item], "ctx \udfff", stats), 0.5) == _as_read([item], "ctx \udfff", stats)
