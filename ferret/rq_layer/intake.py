@@ -18,7 +18,6 @@ namespace and request id give) are the job core's (``ferret.worker.core.run``).
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -161,10 +160,6 @@ return false
 """
 
 
-# A blocking pop that took longer than this waited for its entry: the queues were empty when it began.
-POP_WAITED_SECONDS = 0.002
-
-
 class GuardedDequeue:
     """Mixin for an RQ queue class (put it first): only Ferret jobs come out.
 
@@ -182,10 +177,10 @@ class GuardedDequeue:
     one_trip: bool = False
     take_up_to: int = 1
     held: deque[tuple[Job, Queue]] | None = None  # a worker's own (guarded_queue_class), else none
-    # Whether the next blocking dequeue first looks for waiting entries (the one-trip take). Not after a
-    # blocking pop that waited for its entry: the queues were empty then, and at a few jobs a second the
-    # look is a round trip that finds nothing before the pop that follows. A pop that did not wait (entries
-    # may be queuing) turns it back on.
+    # Whether the next blocking dequeue first looks for waiting entries (the one-trip take). After a
+    # blocking pop, only when entries were waiting behind the one it took (counted with its hash's read, in
+    # the same round trip): jobs arriving one at a time find the queues empty, and a look first would be a
+    # round trip that finds nothing before the pop that follows.
     look_first: bool = True
 
     @classmethod
@@ -210,18 +205,19 @@ class GuardedDequeue:
             else:
                 if cls.one_trip and timeout is None:  # not blocking, and the queues were empty just now
                     return None
-                began = time.monotonic()
                 popped = (cls.lmove(connection, keys[0], timeout) if single
                           else cls.lpop(keys, timeout, connection=connection))
-                if cls.one_trip:
-                    cls.look_first = popped is None or time.monotonic() - began < POP_WAITED_SECONDS
                 if popped is None:
+                    cls.look_first = True
                     return None
                 queue_key, raw = popped
                 entries = [(raw if isinstance(raw, bytes) else str(raw).encode(), None)]
             queue_key = queue_key.decode() if isinstance(queue_key, bytes) else queue_key
             queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
                                        serializer=serializer, death_penalty_class=death_penalty_class)
+            if cls.one_trip and taken is None:
+                stored, cls.look_first = _read_after_pop(connection, queue, job_cls, entries[0][0], keys)
+                entries = [(entries[0][0], stored)]
             accepted = cls._accepted(entries, queue, job_cls, connection, serializer)
             if accepted:
                 if cls.held is not None:
@@ -278,6 +274,32 @@ def _take(connection: Redis, queue_keys: list[str], single: bool,
         else:
             entries.append((raw, dict(zip(fields[::2], fields[1::2], strict=True))))
     return queue_key, entries
+
+
+def _read_after_pop(connection: Redis, queue: Queue, job_cls: type[Job], raw: bytes,
+                    queue_keys: list[str]) -> tuple[StoredHash | None, bool]:
+    """After a blocking pop: the entry's job hash (when the entry names a job) and whether entries wait in
+    ``queue_keys``, in one round trip. A stop meanwhile puts the entry back, untouched."""
+    job_id = _readable_id(raw)
+    try:
+        with connection.pipeline(transaction=False) as pipe:
+            if job_id is not None:
+                pipe.hgetall(job_cls.key_for(job_id))
+            for key in queue_keys:
+                pipe.llen(key)
+            answers = pipe.execute(raise_on_error=False)
+    except StopRequested:
+        _put_back(connection, queue, [raw])
+        raise
+    waiting = any(isinstance(count, int) and count > 0 for count in answers[len(answers) - len(queue_keys):])
+    if job_id is None:
+        return None, waiting  # refused by its id, before any read
+    fields = answers[0]
+    if isinstance(fields, Exception):  # WRONGTYPE: the key holds another type
+        if isinstance(fields, REDIS_FAULTS):
+            raise fields
+        return fields, waiting
+    return cast(dict[bytes, bytes], fields), waiting
 
 
 def put_back_commands(pipe: Any, queue: Queue, raws: Sequence[bytes | str]) -> None:

@@ -8,6 +8,7 @@ import zlib
 
 import fakeredis
 import pytest
+import redis
 from rq import Callback, Queue
 from rq.serializers import JSONSerializer
 
@@ -134,46 +135,102 @@ def test_a_waiting_job_comes_off_the_queues_with_its_hash_in_one_round_trip(clie
     assert [args[0] for args in sent] == ["EVALSHA"]
 
 
-def test_after_a_pop_that_waited_the_next_dequeue_pops_without_looking_first(client, monkeypatch):
-    """Jobs arriving one at a time: the queues were empty at the last dequeue, so the next one blocks at once
-    (the pop and the job's hash: two round trips, not three); a pop that did not wait looks first again."""
-    queue_class = guarded_queue_class(lambda refusal: None)
-    batch = queue_class("batch", connection=client, serializer=JSONSerializer)
-    real = {name: getattr(queue_class, name).__func__ for name in ("lmove", "lpop")}  # the pop RQ uses: by version
-    arriving: list[str] = []
+def _round_trips(client, monkeypatch) -> list[list[str]]:
+    """Each round trip ``client`` makes from now on, as its commands' names (a pipeline is one)."""
+    trips: list[list[str]] = []
+    one = client.execute_command
+
+    def command(*args, **kwargs):
+        if str(args[0]) != "INFO":  # RQ's version check, read once and kept
+            trips.append([str(args[0])])
+        return one(*args, **kwargs)
+
+    piped = redis.client.Pipeline.execute
+
+    def pipeline(self, *args, **kwargs):
+        trips.append([str(command[0][0]) for command in self.command_stack])
+        return piped(self, *args, **kwargs)
+
+    client.execute_command = command
+    monkeypatch.setattr(redis.client.Pipeline, "execute", pipeline)
+    return trips
+
+
+def _arriving_during_the_pop(queue_class, monkeypatch, arrive, trips) -> None:
+    """The queues are empty when the worker's blocking pop begins; ``arrive()`` puts entries while it blocks
+    (a producer's round trips: left out of the worker's ``trips``)."""
+    real = {name: getattr(Queue, name).__func__ for name in ("lmove", "lpop")}  # the pop RQ uses: by version
 
     def waiting(name):
-        def pop(cls, *args, **kwargs):  # the queue is empty; a job arrives while the pop blocks
+        def pop(cls, *args, **kwargs):
             time.sleep(0.01)
-            job = batch.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
-            arriving.append(job.id)
+            mine = len(trips)
+            arrive()
+            del trips[mine:]
             return real[name](cls, *args, **kwargs)
         return classmethod(pop)
 
     for name in real:
         monkeypatch.setattr(queue_class, name, waiting(name))
-    sent: list[str] = []
-    original = client.execute_command
 
-    def counted(*args, **kwargs):
-        sent.append(str(args[0]))
-        return original(*args, **kwargs)
 
-    client.execute_command = counted
+def test_jobs_arriving_one_at_a_time_are_popped_without_looking_first(client, monkeypatch):
+    """Nothing waits behind the entry a blocking pop took (counted with its hash's read, in the same round
+    trip): the next dequeue blocks at once, the pop and then the hash, two round trips, not three. Entries
+    waiting behind it turn the look back on: the next dequeue takes the entry and its hash at once."""
+    queue_class = guarded_queue_class(lambda refusal: None)
+    batch = queue_class("batch", connection=client, serializer=JSONSerializer)
+    arriving: list[str] = []
+
+    def one_job():
+        arriving.append(batch.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None)).id)
+
+    trips = _round_trips(client, monkeypatch)
+    _arriving_during_the_pop(queue_class, monkeypatch, one_job, trips)
     assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == arriving[-1]
-    assert "EVALSHA" in sent, "the first dequeue looks first: nothing waits, then it blocks"
+    assert trips[0] == ["EVALSHA"], "the first dequeue looks first: nothing waits, then it blocks"
     for _ in range(2):
-        sent.clear()
+        trips.clear()
         assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == arriving[-1]
-        assert [word for word in sent if word != "INFO"] in (["BLMOVE", "HGETALL"], ["BLPOP", "HGETALL"]), sent
-    for name, pop in real.items():  # entries queuing: the pop does not wait
-        monkeypatch.setattr(queue_class, name, classmethod(pop))
-    first, second = (batch.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None))
-                     for _ in range(2))
-    assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == first.id
-    sent.clear()
-    assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == second.id
-    assert [word for word in sent if word != "INFO"] == ["EVALSHA"], "it looks first again: entry and hash at once"
+        assert trips in ([["BLMOVE"], ["HGETALL", "LLEN"]], [["BLPOP"], ["HGETALL", "LLEN"]]), trips
+
+    def three_jobs():
+        for _ in range(3):
+            one_job()
+
+    _arriving_during_the_pop(queue_class, monkeypatch, three_jobs, trips)
+    trips.clear()
+    assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == arriving[-3]
+    assert trips in ([["BLMOVE"], ["HGETALL", "LLEN"]], [["BLPOP"], ["HGETALL", "LLEN"]]), trips
+    trips.clear()
+    assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == arriving[-2]
+    assert trips == [["EVALSHA"]], "entries were waiting: it looks first again, entry and hash at once"
+
+
+def test_a_popped_entry_is_read_as_untrusted_as_a_taken_one(client, monkeypatch):
+    """After a blocking pop, an entry that is not a job id is refused before any read of a hash, and one
+    whose key holds another type is refused as malformed, as RQ's own read would have it; the good job
+    behind them comes out."""
+    refused: list[Refusal] = []
+    queue_class = guarded_queue_class(refused.append)
+    queue_class.look_first = False  # jobs arriving one at a time: the worker blocks at once
+    batch = queue_class("batch", connection=client, serializer=JSONSerializer)
+    wrong_type = job_id_for("default", None)
+    client.set(f"rq:job:{wrong_type}", b"not a hash")
+    good: list[str] = []
+
+    def arrive():
+        if not good:
+            client.rpush(batch.key, b"../../etc/passwd", wrong_type)
+            good.append(batch.enqueue_call(JOB_FUNCTION, args=(_payload(),), job_id=job_id_for("default", None)).id)
+
+    trips = _round_trips(client, monkeypatch)
+    _arriving_during_the_pop(queue_class, monkeypatch, arrive, trips)
+    job, _ = queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)
+    assert job.id == good[0] and job.args[0]["request"] == {"query": "BTC"}
+    assert [(refusal.reason, refusal.job_id) for refusal in refused] == [("bad_id", None),
+                                                                        ("malformed_job", wrong_type)]
+    assert trips[1] == ["LLEN"], "no hash read for an entry that names no job"
 
 
 def test_a_deep_queue_gives_several_jobs_in_one_trip_and_refuses_the_bad_among_them(client):
