@@ -5,6 +5,7 @@ from ferret.cache import _PER_RUN, cache_entry, cache_key, inflight_key, normali
 from ferret.contract import ResultItem, parse_request
 from ferret.settings import LimitSettings
 from ferret.stats import JobStats
+from tests.strategies import job_stats, result_items, texts
 
 LIMITS = LimitSettings()
 
@@ -79,18 +80,9 @@ def test_the_cache_is_held_to_its_cap_and_only_cache_entries_are_deleted():
 
 # ---- the stored form of an answer: what is written reads back as the same answer ----
 
-texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)  # lone surrogates: their own test
 finite = st.floats(allow_nan=False, allow_infinity=False)
-maybe_text = st.none() | texts
-items = st.builds(ResultItem, id=texts, score=finite, original_score=finite, section=texts, subtype=maybe_text,
-                  sub_query=st.integers(0, 9), sub_query_text=maybe_text, title=texts, preview=texts,
-                  date=maybe_text, rerank_score=st.none() | finite)
-answer_stats = st.builds(JobStats, complexity_score=st.none() | finite, route=maybe_text,
-                         sub_queries=st.none() | st.lists(texts, max_size=3),
-                         stage_ms=st.none() | st.dictionaries(texts, finite, max_size=3),
-                         backend_calls=st.none() | st.lists(st.tuples(texts, texts, finite), max_size=2),
-                         fusion=st.none() | st.dictionaries(texts, st.integers() | finite | texts, max_size=3),
-                         retries=st.none() | st.integers(0, 5), was_decomposed=st.booleans())
+items = result_items(finite)
+answer_stats = job_stats(finite)
 
 
 def _as_read(results, context, stats):

@@ -10,20 +10,11 @@ from pydantic_core import PydanticSerializationError
 from ferret.contract import ResultItem, RetrievalResult, Timestamps
 from ferret.result_json import result_json
 from ferret.stats import JobStats
+from tests.strategies import job_stats, maybe_text, result_items, texts
 
-texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)  # lone surrogates: their own test
 floats = st.floats(allow_nan=True, allow_infinity=True)
-maybe_text = st.none() | texts
-
-items = st.builds(ResultItem, id=texts, score=floats, original_score=floats, section=texts, subtype=maybe_text,
-                  sub_query=st.integers(0, 9), sub_query_text=maybe_text, title=texts, preview=texts,
-                  date=maybe_text, rerank_score=st.none() | floats)
-stats = st.builds(JobStats, complexity_score=st.none() | floats, route=maybe_text,
-                  sub_queries=st.none() | st.lists(texts, max_size=3),
-                  stage_ms=st.none() | st.dictionaries(texts, floats, max_size=3),
-                  backend_calls=st.none() | st.lists(st.tuples(texts, texts, floats), max_size=2),
-                  fusion=st.none() | st.dictionaries(texts, st.integers() | floats | texts | st.none(), max_size=3),
-                  cache_hit=st.none() | st.booleans(), retries=st.none() | st.integers(0, 5))
+items = result_items(floats)
+stats = job_stats(floats)
 results = st.builds(
     RetrievalResult, job_id=texts, request_id=maybe_text, namespace=texts, queue=texts,
     status=st.sampled_from(["ok", "partial", "expired", "failed"]), error=maybe_text,
