@@ -110,6 +110,11 @@ class CoalescedBookkeeping:
         super().check_for_suspension(burst)  # type: ignore[misc]
         self._ferret_suspension_checked = time.monotonic()
 
+    def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:
+        """RQ's, the job's entry taken out of its intermediate queue whatever number of queues the worker
+        serves: a Ferret queue's take puts it there (``ferret.rq_layer.intake``)."""
+        super().prepare_job_execution(job, remove_from_intermediate_queue=True)  # type: ignore[misc]
+
     def handle_execution_ended(self, job: Job, queue: Queue, heartbeat_ttl: int) -> None:
         job.ended_at = job.last_heartbeat = utc_now()
 
@@ -182,9 +187,10 @@ class OneTripJobStart:
         self.executions[execution.id] = execution
         job.prepare_for_execution(self.name, pipeline=pipeline)  # type: ignore[attr-defined]  # sets last_heartbeat
         pipeline.persist(job.key)
-        if len(self.queues) == 1:  # type: ignore[attr-defined]  # RQ's rule in perform_job
-            origin = Queue(job.origin, connection=self.connection)  # type: ignore[attr-defined]
-            pipeline.lrem(origin.intermediate_queue_key, 1, job.id)
+        # Out of the intermediate queue, where the take put it whatever number of queues this worker serves
+        # (RQ removes it only for a worker of one queue; a blocking pop from several leaves it nowhere: no-op).
+        origin = Queue(job.origin, connection=self.connection)  # type: ignore[attr-defined]
+        pipeline.lrem(origin.intermediate_queue_key, 1, job.id)
         return execution
 
     def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:

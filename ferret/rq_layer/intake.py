@@ -121,31 +121,28 @@ def refusal_of(job: Job, queue: str) -> Refusal | None:
 
 
 # The first waiting entries and their job hashes in one round trip (``GuardedDequeue.one_trip``): KEYS are
-# the queues in order; ARGV[1] the intermediate queue when there is one queue (RQ moves the entry there, as
-# RQ's own LMOVE does), else ""; ARGV[2] the job-hash key prefix; ARGV[3] how many entries at most. They
-# all come from the first queue that has any (the queues' order is their priority), and no more are taken
-# than are waiting: one entry when one waits. Answer: the queue's key, then each entry and its hash. An
-# entry whose key is not a hash is popped all the same and answered with false for its hash (refused as
-# malformed, as a failed read is).
+# the queues in order; ARGV[1] the job-hash key prefix; ARGV[2] how many entries at most; ARGV[2 + i] the
+# intermediate queue of KEYS[i], where each entry taken is moved, as RQ's own LMOVE does for a worker of one
+# queue (here whatever number of queues the worker serves, and on any Redis version): a worker lost before
+# its start leaves its entries where the reaper's pass finds them. They all come from the first queue that
+# has any (the queues' order is their priority), and no more are taken than are waiting: one entry when
+# one waits. Answer: the queue's key, then each entry and its hash. An entry whose key is not a hash is
+# moved all the same and answered with false for its hash (refused as malformed, as a failed read is).
 _TAKE = """
-local most = tonumber(ARGV[3]) or 1
-for _, queue in ipairs(KEYS) do
+local most = tonumber(ARGV[2]) or 1
+for position, queue in ipairs(KEYS) do
   local taking = 1
   if most > 1 then
     taking = math.min(most, redis.call('LLEN', queue))
   end
   local answer = {queue}
   for _ = 1, math.max(taking, 1) do
-    local entry
-    if ARGV[1] ~= '' then
-      entry = redis.call('LMOVE', queue, ARGV[1], 'LEFT', 'RIGHT')
-    else
-      entry = redis.call('LPOP', queue)
-    end
+    local entry = redis.call('LPOP', queue)
     if not entry then
       break
     end
-    local hash = redis.pcall('HGETALL', ARGV[2] .. entry)
+    redis.call('RPUSH', ARGV[2 + position], entry)  -- in one script: RQ's LMOVE, on any Redis version
+    local hash = redis.pcall('HGETALL', ARGV[1] .. entry)
     if type(hash) == 'table' and hash.err then
       hash = false
     end
@@ -197,7 +194,7 @@ class GuardedDequeue:
             keys = [q.key for q in queues]
             single = len(keys) == 1 and get_version(connection) >= (6, 2, 0)
             looks = cls.one_trip and (cls.look_first or timeout is None)
-            taken = _take(connection, keys, single, most) if looks else None
+            taken = _take(connection, keys, most) if looks else None
             entries: list[tuple[bytes, StoredHash | None]]
             if taken is not None:
                 queue_key, found = taken
@@ -216,7 +213,8 @@ class GuardedDequeue:
             queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
                                        serializer=serializer, death_penalty_class=death_penalty_class)
             if cls.one_trip and taken is None:
-                stored, cls.look_first = _read_after_pop(connection, queue, job_cls, entries[0][0], keys)
+                stored, cls.look_first = _read_after_pop(connection, queue, job_cls, entries[0][0], keys,
+                                                         moved=single)
                 entries = [(entries[0][0], stored)]
             accepted = cls._accepted(entries, queue, job_cls, connection, serializer)
             if accepted:
@@ -252,16 +250,15 @@ StoredHash = dict[bytes, bytes] | Exception  # a job hash read with its entry, o
 _take_script: Script | None = None
 
 
-def _take(connection: Redis, queue_keys: list[str], single: bool,
-          most: int = 1) -> tuple[Any, list[tuple[bytes, StoredHash]]] | None:
+def _take(connection: Redis, queue_keys: list[str], most: int = 1) -> tuple[Any, list[tuple[bytes, StoredHash]]] | None:
     """The first waiting entries of ``queue_keys`` (up to ``most``, all of one queue, as many as wait
     there) with their job hashes, in one round trip: the queue's key as Redis gave it, and each entry
     with its hash; None when every queue is empty."""
     global _take_script
     if _take_script is None:
         _take_script = connection.register_script(_TAKE)  # EVALSHA, the script loaded on first use
-    intermediate = IntermediateQueue.get_intermediate_queue_key(queue_keys[0]) if single else ""
-    found = _take_script(keys=queue_keys, args=[intermediate, Job.redis_job_namespace_prefix, most],
+    intermediates = [IntermediateQueue.get_intermediate_queue_key(key) for key in queue_keys]
+    found = _take_script(keys=queue_keys, args=[Job.redis_job_namespace_prefix, most, *intermediates],
                          client=connection)
     if not found:
         return None
@@ -276,13 +273,18 @@ def _take(connection: Redis, queue_keys: list[str], single: bool,
     return queue_key, entries
 
 
-def _read_after_pop(connection: Redis, queue: Queue, job_cls: type[Job], raw: bytes,
-                    queue_keys: list[str]) -> tuple[StoredHash | None, bool]:
+def _read_after_pop(connection: Redis, queue: Queue, job_cls: type[Job], raw: bytes, queue_keys: list[str],
+                    moved: bool) -> tuple[StoredHash | None, bool]:
     """After a blocking pop: the entry's job hash (when the entry names a job) and whether entries wait in
-    ``queue_keys``, in one round trip. A stop meanwhile puts the entry back, untouched."""
+    ``queue_keys``, in one round trip. An entry the pop did not move into its queue's intermediate queue (a
+    ``BLPOP`` from several queues: Redis has no blocking move from several lists) is put there first, in the
+    same round trip, where a worker lost before the job's start leaves it for the reaper. A stop meanwhile
+    puts the entry back, untouched."""
     job_id = _readable_id(raw)
     try:
         with connection.pipeline(transaction=False) as pipe:
+            if not moved:
+                pipe.rpush(queue.intermediate_queue_key, raw)
             if job_id is not None:
                 pipe.hgetall(job_cls.key_for(job_id))
             for key in queue_keys:
@@ -294,7 +296,7 @@ def _read_after_pop(connection: Redis, queue: Queue, job_cls: type[Job], raw: by
     waiting = any(isinstance(count, int) and count > 0 for count in answers[len(answers) - len(queue_keys):])
     if job_id is None:
         return None, waiting  # refused by its id, before any read
-    fields = answers[0]
+    fields = answers[0 if moved else 1]
     if isinstance(fields, Exception):  # WRONGTYPE: the key holds another type
         if isinstance(fields, REDIS_FAULTS):
             raise fields

@@ -3,6 +3,7 @@ at a time, every job still ends once, and a stop or a death in the middle of a b
 
 from __future__ import annotations
 
+import pytest
 from rq import Queue
 from rq.serializers import JSONSerializer
 
@@ -89,6 +90,44 @@ def test_a_worker_lost_in_the_middle_of_a_batch_loses_no_job(producer, redis_cli
     results = producer.results_of(handles)
     assert [r.status for r in results] == ["ok"] * 4  # type: ignore[union-attr]
     assert queue.started_job_registry.count == 0
+
+
+@pytest.mark.parametrize("worker_class", ["simple", "fork"])
+@pytest.mark.parametrize("taken_by", ["the take", "a blocking pop"])
+def test_a_worker_of_both_queues_lost_between_taking_and_starting_loses_no_job(
+        producer, redis_client, settings, sample_namespace, worker_class, taken_by):
+    """A worker serving both queues (the default) takes jobs and dies before starting them: four in one trip
+    (the take script), or one by a blocking pop from both queues (``BLPOP``, when the queues were empty at
+    its last look). Either way the entries are in their queue's intermediate queue (RQ puts them there only
+    for a worker of one queue), so the reaper's pass puts them back once they have been there 10 s, and each
+    job ends once, ``ok``."""
+    import time as clock
+
+    from ferret.rq_layer.reaper import STRANDED_GRACE_SECONDS, reap
+    from ferret.worker.core.resources import build_resources
+
+    handles = producer.enqueue_many(_requests(sample_namespace, 4))
+    lost = build_worker(redis_client, settings, ["prefetch", "batch"], worker_class=worker_class)
+    lost.queue_class.take_up_to = 4
+    lost.queue_class.look_first = taken_by == "the take"
+    lost.register_birth()
+    assert lost.dequeue_job_and_maintain_ttl(5) is not None  # taken, never started: the worker dies here
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    taken = 4 if taken_by == "the take" else 1
+    assert queue.count == 4 - taken and queue.started_job_registry.count == 0
+    assert redis_client.llen(queue.intermediate_queue_key) == taken
+    redis_client.delete(lost.key)
+    ctx = build_resources(settings, redis_client)
+    now = clock.time()
+    for seen_at in (now, now + STRANDED_GRACE_SECONDS + 1):  # first seen; then past the grace
+        redis_client.delete(LOCK_KEY)
+        reap(ctx, [queue], now=seen_at)
+    assert sorted(queue.job_ids) == sorted(h.job_id for h in handles)  # type: ignore[union-attr]
+    assert redis_client.llen(queue.intermediate_queue_key) == 0
+    build_worker(redis_client, settings, ["prefetch", "batch"], worker_class=worker_class).work(
+        burst=True, with_scheduler=False)
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 4  # type: ignore[union-attr]
+    assert queue.started_job_registry.count == 0 and redis_client.llen(queue.intermediate_queue_key) == 0
 
 
 def test_a_trip_runs_its_jobs_earliest_deadline_first(producer, redis_client, settings, sample_namespace):

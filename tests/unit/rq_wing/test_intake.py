@@ -72,7 +72,10 @@ def test_dequeue_skips_every_bad_entry_and_returns_the_next_good_job(client, lea
     assert [r.reason for r in refused] == ["bad_id", "bad_id", "no_job_hash", "malformed_job", "malformed_job",
                                            "not_ferret_job"]
     assert refused[5].job is not None and refused[2].job_id == "fr-" + "0" * 32
-    assert client.lrange(queue.key, 0, -1) == [] and client.lrange(queue.intermediate_queue_key, 0, -1) == []
+    assert client.lrange(queue.key, 0, -1) == []
+    # The refused entries are gone; the job taken waits in the intermediate queue until its start (the lean
+    # take moves it there; RQ's own pop then read, with this server's version, does not).
+    assert client.lrange(queue.intermediate_queue_key, 0, -1) == ([good.id.encode()] if lean else [])
     assert queue_class.dequeue_any([queue], None, connection=client, serializer=JSONSerializer) is None
 
 
@@ -135,6 +138,11 @@ def test_a_waiting_job_comes_off_the_queues_with_its_hash_in_one_round_trip(clie
     assert [args[0] for args in sent] == ["EVALSHA"]
 
 
+# A blocking pop, then its entry's hash read with the queues' lengths: RQ's pop by the server's version, a
+# BLMOVE into the intermediate queue, or a BLPOP whose entry is put there in the read's round trip.
+POP_THEN_READ = ([["BLMOVE"], ["HGETALL", "LLEN"]], [["BLPOP"], ["RPUSH", "HGETALL", "LLEN"]])
+
+
 def _round_trips(client, monkeypatch) -> list[list[str]]:
     """Each round trip ``client`` makes from now on, as its commands' names (a pipeline is one)."""
     trips: list[list[str]] = []
@@ -192,7 +200,7 @@ def test_jobs_arriving_one_at_a_time_are_popped_without_looking_first(client, mo
     for _ in range(2):
         trips.clear()
         assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == arriving[-1]
-        assert trips in ([["BLMOVE"], ["HGETALL", "LLEN"]], [["BLPOP"], ["HGETALL", "LLEN"]]), trips
+        assert trips in POP_THEN_READ, trips
 
     def three_jobs():
         for _ in range(3):
@@ -201,7 +209,7 @@ def test_jobs_arriving_one_at_a_time_are_popped_without_looking_first(client, mo
     _arriving_during_the_pop(queue_class, monkeypatch, three_jobs, trips)
     trips.clear()
     assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == arriving[-3]
-    assert trips in ([["BLMOVE"], ["HGETALL", "LLEN"]], [["BLPOP"], ["HGETALL", "LLEN"]]), trips
+    assert trips in POP_THEN_READ, trips
     trips.clear()
     assert queue_class.dequeue_any([batch], 5, connection=client, serializer=JSONSerializer)[0].id == arriving[-2]
     assert trips == [["EVALSHA"]], "entries were waiting: it looks first again, entry and hash at once"
@@ -230,7 +238,7 @@ def test_a_popped_entry_is_read_as_untrusted_as_a_taken_one(client, monkeypatch)
     assert job.id == good[0] and job.args[0]["request"] == {"query": "BTC"}
     assert [(refusal.reason, refusal.job_id) for refusal in refused] == [("bad_id", None),
                                                                         ("malformed_job", wrong_type)]
-    assert trips[1] == ["LLEN"], "no hash read for an entry that names no job"
+    assert trips[1] in (["LLEN"], ["RPUSH", "LLEN"]), "no hash read for an entry that names no job"
 
 
 def test_a_deep_queue_gives_several_jobs_in_one_trip_and_refuses_the_bad_among_them(client):
