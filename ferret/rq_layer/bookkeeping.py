@@ -44,6 +44,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import redis
 from rq.executions import Execution, ExecutionRegistry
 from rq.job import Job, JobStatus
 from rq.queue import Queue
@@ -53,6 +54,26 @@ from rq.worker import WorkerStatus
 
 from ferret.redis_plumbing.lean_transaction import lean_transaction
 from ferret.rq_layer.clock import rq_now as utc_now
+from ferret.rq_layer.key_types import is_wrong_type, set_aside_wrong_types
+
+PARKED = "ferret_parked"  # a taken job's attribute: its entry is in its queue's intermediate queue (intake)
+
+
+def parked(job: Job, default: bool) -> bool:
+    """Whether ``job``'s entry waits in its queue's intermediate queue for its start to take it out; ``default``
+    for a job the intake did not mark."""
+    return bool(getattr(job, PARKED, default))
+
+
+def start_sent(pipeline: Any, job: Job) -> None:
+    """A start transaction sent. A key of the job's queue holding another type (written between the take and
+    the start: the intermediate queue's LREM fails, the rest of the transaction stands) is set aside, said
+    once, and the start goes on, as a maintenance pass would have it."""
+    try:
+        pipeline.execute()
+    except redis.ResponseError as exc:
+        if not (is_wrong_type(exc) and set_aside_wrong_types(Queue(job.origin, connection=job.connection))):
+            raise
 
 COALESCE_SECONDS = 0.5
 
@@ -111,9 +132,9 @@ class CoalescedBookkeeping:
         self._ferret_suspension_checked = time.monotonic()
 
     def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:
-        """RQ's, the job's entry taken out of its intermediate queue whatever number of queues the worker
-        serves: a Ferret queue's take puts it there (``ferret.rq_layer.intake``)."""
-        super().prepare_job_execution(job, remove_from_intermediate_queue=True)  # type: ignore[misc]
+        """RQ's, the job's entry taken out of its intermediate queue when it is there, whatever number of
+        queues the worker serves: a Ferret queue's take puts it there (``ferret.rq_layer.intake``)."""
+        super().prepare_job_execution(job, parked(job, remove_from_intermediate_queue))  # type: ignore[misc]
 
     def handle_execution_ended(self, job: Job, queue: Queue, heartbeat_ttl: int) -> None:
         job.ended_at = job.last_heartbeat = utc_now()
@@ -177,7 +198,7 @@ class OneTripJobStart:
             execution = self.start_commands(job, heartbeat_ttl, pipeline)
             self.set_state(WorkerStatus.BUSY, pipeline=pipeline)  # type: ignore[attr-defined]
             self.heartbeat(heartbeat_ttl, pipeline=pipeline)  # type: ignore[attr-defined]
-            pipeline.execute()
+            start_sent(pipeline, job)
         return execution
 
     def start_commands(self, job: Job, heartbeat_ttl: int, pipeline: Any) -> Execution:
@@ -188,9 +209,10 @@ class OneTripJobStart:
         job.prepare_for_execution(self.name, pipeline=pipeline)  # type: ignore[attr-defined]  # sets last_heartbeat
         pipeline.persist(job.key)
         # Out of the intermediate queue, where the take put it whatever number of queues this worker serves
-        # (RQ removes it only for a worker of one queue; a blocking pop from several leaves it nowhere: no-op).
-        origin = Queue(job.origin, connection=self.connection)  # type: ignore[attr-defined]
-        pipeline.lrem(origin.intermediate_queue_key, 1, job.id)
+        # (RQ's rule, for a job the intake did not mark: there only for a worker of one queue).
+        if parked(job, len(self.queues) == 1):  # type: ignore[attr-defined]
+            origin = Queue(job.origin, connection=self.connection)  # type: ignore[attr-defined]
+            pipeline.lrem(origin.intermediate_queue_key, 1, job.id)
         return execution
 
     def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:

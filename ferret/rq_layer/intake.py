@@ -38,7 +38,7 @@ from rq.utils import get_version
 
 from ferret.contract import FORMER_JOB_FUNCTIONS, JOB_FUNCTION
 from ferret.repeated_lines import RepeatedLines
-from ferret.rq_layer.bookkeeping import LeanQueue
+from ferret.rq_layer.bookkeeping import PARKED, LeanQueue
 from ferret.rq_layer.bounded_job import JobDataTooLarge
 
 logger = logging.getLogger(__name__)
@@ -124,10 +124,12 @@ def refusal_of(job: Job, queue: str) -> Refusal | None:
 # the queues in order; ARGV[1] the job-hash key prefix; ARGV[2] how many entries at most; ARGV[2 + i] the
 # intermediate queue of KEYS[i], where each entry taken is moved, as RQ's own LMOVE does for a worker of one
 # queue (here whatever number of queues the worker serves, and on any Redis version): a worker lost before
-# its start leaves its entries where the reaper's pass finds them. They all come from the first queue that
-# has any (the queues' order is their priority), and no more are taken than are waiting: one entry when
-# one waits. Answer: the queue's key, then each entry and its hash. An entry whose key is not a hash is
-# moved all the same and answered with false for its hash (refused as malformed, as a failed read is).
+# its start leaves its entries where the reaper's pass finds them (not when that key holds another type: then
+# they are popped, as RQ pops for a worker of several queues). They all come from the first queue that has
+# any (the queues' order is their priority), and no more are taken than are waiting: one entry when one
+# waits. Answer: the queue's key, 1 when the entries were moved (else 0), then each entry and its hash. An
+# entry whose key is not a hash is moved all the same and answered with false for its hash (refused as
+# malformed, as a failed read is).
 _TAKE = """
 local most = tonumber(ARGV[2]) or 1
 for position, queue in ipairs(KEYS) do
@@ -135,13 +137,20 @@ for position, queue in ipairs(KEYS) do
   if most > 1 then
     taking = math.min(most, redis.call('LLEN', queue))
   end
-  local answer = {queue}
+  local parked = ARGV[2 + position]
+  local kind = redis.call('TYPE', parked)['ok']
+  if kind ~= 'list' and kind ~= 'none' then
+    parked = false  -- not a list (set aside by the next maintenance pass): the entries are popped as RQ pops
+  end
+  local answer = {queue, parked and 1 or 0}
   for _ = 1, math.max(taking, 1) do
     local entry = redis.call('LPOP', queue)
     if not entry then
       break
     end
-    redis.call('RPUSH', ARGV[2 + position], entry)  -- in one script: RQ's LMOVE, on any Redis version
+    if parked then
+      redis.call('RPUSH', parked, entry)  -- in one script: RQ's LMOVE, on any Redis version
+    end
     local hash = redis.pcall('HGETALL', ARGV[1] .. entry)
     if type(hash) == 'table' and hash.err then
       hash = false
@@ -149,7 +158,7 @@ for position, queue in ipairs(KEYS) do
     answer[#answer + 1] = entry
     answer[#answer + 1] = hash
   end
-  if #answer > 1 then
+  if #answer > 2 then
     return answer
   end
 end
@@ -197,7 +206,7 @@ class GuardedDequeue:
             taken = _take(connection, keys, most) if looks else None
             entries: list[tuple[bytes, StoredHash | None]]
             if taken is not None:
-                queue_key, found = taken
+                queue_key, parked, found = taken
                 entries = list(found)
             else:
                 if cls.one_trip and timeout is None:  # not blocking, and the queues were empty just now
@@ -209,14 +218,15 @@ class GuardedDequeue:
                     return None
                 queue_key, raw = popped
                 entries = [(raw if isinstance(raw, bytes) else str(raw).encode(), None)]
+                parked = single  # RQ's pop: a move into the intermediate queue for a worker of one queue
             queue_key = queue_key.decode() if isinstance(queue_key, bytes) else queue_key
             queue = cls.from_queue_key(queue_key, connection=connection, job_class=job_cls,
                                        serializer=serializer, death_penalty_class=death_penalty_class)
             if cls.one_trip and taken is None:
-                stored, cls.look_first = _read_after_pop(connection, queue, job_cls, entries[0][0], keys,
-                                                         moved=single)
+                stored, parked, cls.look_first = _read_after_pop(connection, queue, job_cls, entries[0][0], keys,
+                                                                 moved=single)
                 entries = [(entries[0][0], stored)]
-            accepted = cls._accepted(entries, queue, job_cls, connection, serializer)
+            accepted = cls._accepted(entries, queue, job_cls, connection, serializer, parked)
             if accepted:
                 if cls.held is not None:
                     cls.held.extend((job, queue) for job in accepted[1:])
@@ -224,8 +234,10 @@ class GuardedDequeue:
 
     @classmethod
     def _accepted(cls: Any, entries: list[tuple[bytes, StoredHash | None]], queue: Queue, job_cls: type[Job],
-                  connection: Redis, serializer: Any) -> list[Job]:
-        """The Ferret jobs among ``entries``, in order; every other entry is refused (and reported)."""
+                  connection: Redis, serializer: Any, parked: bool) -> list[Job]:
+        """The Ferret jobs among ``entries``, in order; every other entry is refused (and reported).
+        ``parked``: the entries are in their queue's intermediate queue, and each job says so (``PARKED``),
+        for its start to take it out."""
         jobs: list[Job] = []
         for index, (raw, stored) in enumerate(entries):
             try:
@@ -234,10 +246,12 @@ class GuardedDequeue:
                 _put_back(connection, queue, [job.id.encode() for job in jobs] + [r for r, _ in entries[index:]])
                 raise
             if job is not None:
+                setattr(job, PARKED, parked)
                 jobs.append(job)
                 continue
             if refusal is not None:
-                connection.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]  # lmove put it there
+                if parked:
+                    connection.lrem(queue.intermediate_queue_key, 1, raw)  # type: ignore[arg-type]
                 if refusal.job_id is None:  # one naming a job id is logged where it is recorded (record_refusal)
                     _REFUSALS.warning(f"refused entries of queue {queue.name} ({refusal.reason})",
                                       "queue %s: refused entry %s: %s", queue.name, refusal.shown_id(raw),
@@ -250,10 +264,11 @@ StoredHash = dict[bytes, bytes] | Exception  # a job hash read with its entry, o
 _take_script: Script | None = None
 
 
-def _take(connection: Redis, queue_keys: list[str], most: int = 1) -> tuple[Any, list[tuple[bytes, StoredHash]]] | None:
+def _take(connection: Redis, queue_keys: list[str],
+          most: int = 1) -> tuple[Any, bool, list[tuple[bytes, StoredHash]]] | None:
     """The first waiting entries of ``queue_keys`` (up to ``most``, all of one queue, as many as wait
-    there) with their job hashes, in one round trip: the queue's key as Redis gave it, and each entry
-    with its hash; None when every queue is empty."""
+    there) with their job hashes, in one round trip: the queue's key as Redis gave it, whether the entries
+    were moved into its intermediate queue, and each entry with its hash; None when every queue is empty."""
     global _take_script
     if _take_script is None:
         _take_script = connection.register_script(_TAKE)  # EVALSHA, the script loaded on first use
@@ -262,7 +277,7 @@ def _take(connection: Redis, queue_keys: list[str], most: int = 1) -> tuple[Any,
                          client=connection)
     if not found:
         return None
-    queue_key, rest = found[0], found[1:]
+    queue_key, parked, rest = found[0], bool(found[1]), found[2:]
     entries: list[tuple[bytes, StoredHash]] = []
     for raw, fields in zip(rest[::2], rest[1::2], strict=True):
         raw = raw if isinstance(raw, bytes) else str(raw).encode()
@@ -270,16 +285,16 @@ def _take(connection: Redis, queue_keys: list[str], most: int = 1) -> tuple[Any,
             entries.append((raw, ValueError("the entry's job key is not a hash")))
         else:
             entries.append((raw, dict(zip(fields[::2], fields[1::2], strict=True))))
-    return queue_key, entries
+    return queue_key, parked, entries
 
 
 def _read_after_pop(connection: Redis, queue: Queue, job_cls: type[Job], raw: bytes, queue_keys: list[str],
-                    moved: bool) -> tuple[StoredHash | None, bool]:
-    """After a blocking pop: the entry's job hash (when the entry names a job) and whether entries wait in
-    ``queue_keys``, in one round trip. An entry the pop did not move into its queue's intermediate queue (a
-    ``BLPOP`` from several queues: Redis has no blocking move from several lists) is put there first, in the
-    same round trip, where a worker lost before the job's start leaves it for the reaper. A stop meanwhile
-    puts the entry back, untouched."""
+                    moved: bool) -> tuple[StoredHash | None, bool, bool]:
+    """After a blocking pop, in one round trip: the entry's job hash (when the entry names a job), whether
+    the entry is in its queue's intermediate queue, and whether entries wait in ``queue_keys``. An entry the
+    pop did not move there (a ``BLPOP`` from several queues: Redis has no blocking move from several lists)
+    is put there first, in the same round trip, where a worker lost before the job's start leaves it for
+    the reaper. A stop meanwhile puts the entry back, untouched."""
     job_id = _readable_id(raw)
     try:
         with connection.pipeline(transaction=False) as pipe:
@@ -294,14 +309,15 @@ def _read_after_pop(connection: Redis, queue: Queue, job_cls: type[Job], raw: by
         _put_back(connection, queue, [raw])
         raise
     waiting = any(isinstance(count, int) and count > 0 for count in answers[len(answers) - len(queue_keys):])
+    parked = moved or not isinstance(answers[0], Exception)  # the push fails on a key of another type
     if job_id is None:
-        return None, waiting  # refused by its id, before any read
+        return None, parked, waiting  # refused by its id, before any read
     fields = answers[0 if moved else 1]
     if isinstance(fields, Exception):  # WRONGTYPE: the key holds another type
         if isinstance(fields, REDIS_FAULTS):
             raise fields
-        return fields, waiting
-    return cast(dict[bytes, bytes], fields), waiting
+        return fields, parked, waiting
+    return cast(dict[bytes, bytes], fields), parked, waiting
 
 
 def put_back_commands(pipe: Any, queue: Queue, raws: Sequence[bytes | str]) -> None:

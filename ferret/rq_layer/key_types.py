@@ -24,7 +24,10 @@ SET_ASIDE_SECONDS = 86_400
 
 
 def is_wrong_type(exc: BaseException) -> bool:
-    return isinstance(exc, redis.ResponseError) and str(exc).startswith("WRONGTYPE")
+    """A WRONGTYPE answer, alone or as redis-py words it for a command of a pipeline."""
+    text = str(exc)
+    return isinstance(exc, redis.ResponseError) and (text.startswith("WRONGTYPE") or
+                                                     "caused error: WRONGTYPE" in text)
 
 
 def expected_types(queue: Queue) -> dict[str, bytes]:

@@ -57,7 +57,7 @@ from rq.worker import WorkerStatus
 
 from ferret.envelope import deadline_of
 from ferret.redis_plumbing.lean_transaction import lean_transaction
-from ferret.rq_layer.bookkeeping import lean_success
+from ferret.rq_layer.bookkeeping import lean_success, start_sent
 from ferret.rq_layer.intake import put_back_commands
 from ferret.worker.core.held_results import HOLD_MARGIN_SECONDS, HeldResult, write_held
 from ferret.worker.core.report import after_job
@@ -164,7 +164,7 @@ class JobsPerTrip:
                 self._prestarted()[other.id] = self.start_commands(other, ttl, pipeline)  # type: ignore[attr-defined]
             self.set_state(WorkerStatus.BUSY, pipeline=pipeline)  # type: ignore[attr-defined]
             self.heartbeat(ttl, pipeline=pipeline)  # type: ignore[attr-defined]
-            pipeline.execute()
+            start_sent(pipeline, job)
         return execution
 
     def handle_job_success(self, job: Job, queue: Queue, started_job_registry: StartedJobRegistry,

@@ -51,3 +51,59 @@ def test_wrong_type_keys_are_said_once_and_set_aside_and_stale_entries_cleaned(
         assert redis_client.exists(SET_ASIDE_PREFIX + key) and redis_client.ttl(SET_ASIDE_PREFIX + key) > 0
     assert "Traceback" not in text and " ERROR " not in text, text
     assert redis_client.exists(keys.result(first.job_id))
+
+
+@pytest.mark.parametrize("worker_class", ["simple", "fork"])
+def test_an_intermediate_queue_turned_to_another_type_while_served_stops_nothing(
+        worker_class, env, producer, sample_namespace, redis_client, tmp_path):
+    """A worker of both queues moves what it takes into the queue's intermediate queue until the job's start.
+    That key made a hash while the worker serves (maintenance far off): the take pops without moving, the
+    start takes nothing out, the key is set aside once, and every job ends ``ok`` on the same worker."""
+    log = tmp_path / "worker.log"
+    with log.open("w") as sink:
+        worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--worker-class", worker_class],
+                                  env={**env, "FERRET_SERVICE__MAINTENANCE_INTERVAL_SECONDS": "600"}, cwd=ROOT,
+                                  stderr=sink, stdout=sink)
+        try:
+            assert producer.wait(producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace,
+                                                   "queue": "batch"}), 30).status == "ok"
+            redis_client.hset("rq:queue:batch:intermediate", "a", "hash")
+            handles = producer.enqueue_many([{"query": f"SOL trade {i}", "namespace": sample_namespace,
+                                              "queue": "batch"} for i in range(20)])
+            assert [producer.wait(handle, 30).status for handle in handles] == ["ok"] * 20
+            assert worker.poll() is None
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+    text = log.read_text()
+    assert "Traceback" not in text and " ERROR " not in text, text
+    assert text.count("rq:queue:batch:intermediate held a Redis") <= 1, text
+
+
+def test_an_intermediate_queue_turned_to_another_type_between_take_and_start_stops_nothing(
+        producer, redis_client, settings, sample_namespace, caplog):
+    """Between a trip's take and its start, the intermediate queue that holds the taken entries is replaced by
+    a hash: the start's removal of the entries fails, the rest of its transaction stands (the three jobs are
+    started, so a worker lost now loses none: the next one's reaper runs them, each ``ok``), and the key is
+    set aside."""
+    from rq import Queue
+
+    from ferret.rq_layer.reaper import LOCK_KEY
+    from ferret.rq_layer.runner import build_worker
+
+    handles = producer.enqueue_many([{"query": f"BTC thesis {i}", "namespace": sample_namespace,
+                                      "queue": "batch", "deadline_seconds": 600} for i in range(3)])
+    worker = build_worker(redis_client, settings, ["prefetch", "batch"])
+    worker.queue_class.take_up_to = 3
+    worker.register_birth()
+    job, _ = worker.dequeue_job_and_maintain_ttl(None)
+    intermediate = Queue("batch", connection=redis_client).intermediate_queue_key
+    assert redis_client.llen(intermediate) == 3
+    redis_client.delete(intermediate)
+    redis_client.hset(intermediate, "a", "hash")
+    worker.prepare_execution(job)  # the trip's start: all three
+    assert Queue("batch", connection=redis_client).started_job_registry.count == 3
+    assert redis_client.exists(SET_ASIDE_PREFIX + intermediate) and not redis_client.exists(intermediate)
+    redis_client.delete(worker.key, LOCK_KEY)  # lost now; the reaper's lock (its own pass's) gone too
+    build_worker(redis_client, settings, ["prefetch", "batch"]).work(burst=True, with_scheduler=False)
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 3  # type: ignore[union-attr]
