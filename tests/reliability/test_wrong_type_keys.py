@@ -8,12 +8,31 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from ferret import keys
 from ferret.rq_layer.key_types import SET_ASIDE_PREFIX
 from tests.conftest import ROOT
+
+
+@contextmanager
+def _worker(env: dict, worker_class: str, log: Path, maintenance_seconds: int) -> Iterator[subprocess.Popen]:
+    """A ``ferret worker`` of both queues writing to ``log``, its maintenance every ``maintenance_seconds``;
+    stopped after."""
+    with log.open("w") as sink:
+        worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--worker-class", worker_class],
+                                  env={**env, "FERRET_SERVICE__MAINTENANCE_INTERVAL_SECONDS": str(maintenance_seconds)},
+                                  cwd=ROOT, stderr=sink, stdout=sink)
+        try:
+            yield worker
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+
 
 PLANTED = {"rq:finished:prefetch": "set", "rq:wip:batch": "set", "rq:queue:prefetch:intermediate": "hset"}
 
@@ -28,23 +47,16 @@ def test_wrong_type_keys_are_said_once_and_set_aside_and_stale_entries_cleaned(
         else:
             redis_client.hset(key, "a", "hash")
     log = tmp_path / "worker.log"
-    with log.open("w") as sink:
-        worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--worker-class", worker_class],
-                                  env={**env, "FERRET_SERVICE__MAINTENANCE_INTERVAL_SECONDS": "1"}, cwd=ROOT,
-                                  stderr=sink, stdout=sink)
-        try:
-            assert producer.wait(waiting, 30).status == "ok"
-            first = producer.enqueue({"query": "SOL trade", "namespace": sample_namespace})
-            assert producer.wait(first, 30).status == "ok"
-            stale = f"{first.job_id}:0123456789abcdef"  # its execution's entry, left in another queue's registry
-            redis_client.zadd("rq:wip:batch", {stale: time.time()})
-            time.sleep(5)  # several reaper and maintenance passes
-            assert redis_client.zscore("rq:wip:batch", stale) is None
-            assert producer.wait(producer.enqueue({"query": "ETH", "namespace": sample_namespace}), 30).status == "ok"
-            assert worker.poll() is None
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+    with _worker(env, worker_class, log, maintenance_seconds=1) as worker:
+        assert producer.wait(waiting, 30).status == "ok"
+        first = producer.enqueue({"query": "SOL trade", "namespace": sample_namespace})
+        assert producer.wait(first, 30).status == "ok"
+        stale = f"{first.job_id}:0123456789abcdef"  # its execution's entry, left in another queue's registry
+        redis_client.zadd("rq:wip:batch", {stale: time.time()})
+        time.sleep(5)  # several reaper and maintenance passes
+        assert redis_client.zscore("rq:wip:batch", stale) is None
+        assert producer.wait(producer.enqueue({"query": "ETH", "namespace": sample_namespace}), 30).status == "ok"
+        assert worker.poll() is None
     text = log.read_text()
     for key in PLANTED:
         assert text.count(f"{key} held a Redis") == 1, text
@@ -60,21 +72,14 @@ def test_an_intermediate_queue_turned_to_another_type_while_served_stops_nothing
     That key made a hash while the worker serves (maintenance far off): the take pops without moving, the
     start takes nothing out, the key is set aside once, and every job ends ``ok`` on the same worker."""
     log = tmp_path / "worker.log"
-    with log.open("w") as sink:
-        worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker", "--worker-class", worker_class],
-                                  env={**env, "FERRET_SERVICE__MAINTENANCE_INTERVAL_SECONDS": "600"}, cwd=ROOT,
-                                  stderr=sink, stdout=sink)
-        try:
-            assert producer.wait(producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace,
-                                                   "queue": "batch"}), 30).status == "ok"
-            redis_client.hset("rq:queue:batch:intermediate", "a", "hash")
-            handles = producer.enqueue_many([{"query": f"SOL trade {i}", "namespace": sample_namespace,
-                                              "queue": "batch"} for i in range(20)])
-            assert [producer.wait(handle, 30).status for handle in handles] == ["ok"] * 20
-            assert worker.poll() is None
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+    with _worker(env, worker_class, log, maintenance_seconds=600) as worker:
+        assert producer.wait(producer.enqueue({"query": "BTC thesis", "namespace": sample_namespace,
+                                               "queue": "batch"}), 30).status == "ok"
+        redis_client.hset("rq:queue:batch:intermediate", "a", "hash")
+        handles = producer.enqueue_many([{"query": f"SOL trade {i}", "namespace": sample_namespace,
+                                          "queue": "batch"} for i in range(20)])
+        assert [producer.wait(handle, 30).status for handle in handles] == ["ok"] * 20
+        assert worker.poll() is None
     text = log.read_text()
     assert "Traceback" not in text and " ERROR " not in text, text
     assert text.count("rq:queue:batch:intermediate held a Redis") <= 1, text
