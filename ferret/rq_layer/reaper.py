@@ -40,9 +40,24 @@ RERUNS = "ferret_reruns"
 OVERRAN = "hard timeout: its worker was still running the job when its deadline (+ grace) passed"
 
 
-def _worker_alive(ctx: WorkerResources, job: Job) -> bool:
-    """A job not yet stamped with its worker is just starting: count it alive."""
-    return not job.worker_name or bool(ctx.client.exists(f"rq:worker:{job.worker_name}"))
+def _worker_alive(ctx: WorkerResources, job: Job, entry: bytes) -> bool:
+    """Whether the worker a started job is with still lives (its key). The job names its worker once
+    stamped; before, its execution record does (a forking worker writes the record, then its work horse
+    stamps the job: a worker cut off between the two left the job unstamped, and the job waited for its
+    deadline). An entry with no execution, or an execution that names nobody, is a job just starting: alive.
+    A record gone (its TTL passed with no beat renewing it) is a dead worker's."""
+    name = job.worker_name
+    if not name:
+        _, _, execution = entry.partition(b":")
+        if not execution:
+            return True
+        if not ctx.client.exists(f"rq:execution:{entry.decode(errors='replace')}"):
+            return False
+        named = ctx.client.hget(f"rq:execution:{entry.decode(errors='replace')}", "worker_name")
+        if not named:
+            return True
+        name = named.decode(errors="replace") if isinstance(named, bytes) else str(named)
+    return bool(ctx.client.exists(f"rq:worker:{name}"))
 
 
 def reap(ctx: WorkerResources, queues: Sequence[Queue], now: float | None = None,
@@ -109,7 +124,7 @@ def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry
     deadline = deadline_of(job.args[0])
     grace = ctx.settings.service.hard_timeout_grace_seconds
     overdue = deadline is None or now > deadline + grace + 1
-    alive = _worker_alive(ctx, job)
+    alive = _worker_alive(ctx, job, raw if isinstance(raw, bytes) else str(raw).encode())
     if alive and not overdue:
         return None
     ctx.client.zrem(registry.key, raw)

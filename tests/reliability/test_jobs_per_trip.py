@@ -130,6 +130,25 @@ def test_a_worker_of_both_queues_lost_between_taking_and_starting_loses_no_job(
     assert queue.started_job_registry.count == 0 and redis_client.llen(queue.intermediate_queue_key) == 0
 
 
+def test_a_forking_worker_lost_between_its_start_and_its_work_horses_loses_no_job(
+        producer, redis_client, settings, sample_namespace):
+    """A forking worker writes a job's execution record (the started registry's entry names it), then forks
+    a work horse that stamps the job with the worker's name. Cut off or killed between the two (seen: a
+    worker cut off from Redis as its horse began), the job names no worker: the reaper takes its worker
+    from the execution record, finds it dead once its key is gone, and runs the job again."""
+    handle = producer.enqueue(_requests(sample_namespace, 1)[0])
+    lost = build_worker(redis_client, settings, ["prefetch", "batch"], worker_class="fork")
+    lost.register_birth()
+    job, _ = lost.dequeue_job_and_maintain_ttl(None)
+    lost.prepare_execution(job)  # the parent's half of the start; the horse never runs
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    assert queue.started_job_registry.count == 1 and not queue.fetch_job(job.id).worker_name
+    redis_client.delete(lost.key, LOCK_KEY)  # its key expired; the reaper's lock (its own pass's) too
+    build_worker(redis_client, settings, ["prefetch", "batch"]).work(burst=True, with_scheduler=False)
+    assert producer.result(handle).status == "ok"  # type: ignore[union-attr]
+    assert queue.started_job_registry.count == 0
+
+
 def test_a_trip_runs_its_jobs_earliest_deadline_first(producer, redis_client, settings, sample_namespace):
     """A job already past its deadline runs first and ends ``expired`` at once; the others in deadline order
     (ties in queue order). So a held job never waits behind one with a later deadline, and the reaper
