@@ -51,9 +51,13 @@ def _worker_alive(ctx: WorkerResources, job: Job, entry: bytes) -> bool:
         _, _, execution = entry.partition(b":")
         if not execution:
             return True
-        if not ctx.client.exists(f"rq:execution:{entry.decode(errors='replace')}"):
+        record = f"rq:execution:{entry.decode(errors='replace')}"  # RQ's key (the entry is untrusted: not parsed)
+        with ctx.client.pipeline(transaction=False) as pipe:
+            pipe.exists(record)
+            pipe.hget(record, "worker_name")
+            there, named = pipe.execute()
+        if not there:
             return False
-        named = ctx.client.hget(f"rq:execution:{entry.decode(errors='replace')}", "worker_name")
         if not named:
             return True
         name = named.decode(errors="replace") if isinstance(named, bytes) else str(named)
