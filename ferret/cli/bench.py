@@ -134,10 +134,11 @@ def drain(jobs: int, rounds: int, memories: int) -> None:
     report = run(jobs, rounds, memories)
     for row in report["rounds_run"]:
         click.echo(f"pipeline {row['pipeline_ms']} ms a query, worker {row['worker_ms']} ms a job: "
-                   f"{row['over_pipeline']}x, machinery {row['machinery_ms']} ms a job")
+                   f"{row['over_pipeline']}x, machinery {row['machinery_ms']} ms a job; the job core "
+                   f"{row['job_core_ms']} ms a job, so RQ's layer {row['rq_layer_ms']} ms")
     median = report["median"]
-    click.echo(f"median: {median['over_pipeline']}x the pipeline, machinery {median['machinery_ms']} ms a job; "
-               f"outcomes {report['outcomes']}")
+    click.echo(f"median: {median['over_pipeline']}x the pipeline, machinery {median['machinery_ms']} ms a job, "
+               f"of which RQ's layer {median['rq_layer_ms']} ms; outcomes {report['outcomes']}")
     click.echo(json.dumps(report))
 
 

@@ -63,3 +63,12 @@ class RawQueue:
         """Whether the job has a result within ``timeout`` seconds."""
         job = Job.fetch(job_id, connection=self.client, serializer=JSONSerializer)
         return job.latest_result(timeout=int(timeout)) is not None
+
+
+def taken_off_queue(client: redis.Redis, job_ids: list[str]) -> list[tuple[str, str, object]]:
+    """Ferret jobs queued and not run yet, taken off their queues with no worker's bookkeeping (``ferret bench
+    drain``'s job-core row runs them through the job core alone): each one's id, queue and payload, in order."""
+    jobs = [job for job in Job.fetch_many(job_ids, connection=client, serializer=JSONSerializer) if job is not None]
+    for queue in {job.origin for job in jobs}:
+        client.delete(Queue(queue, connection=client).key)
+    return [(job.id, job.origin, job.args[0]) for job in jobs]

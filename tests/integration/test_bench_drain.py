@@ -20,12 +20,14 @@ def _bench(env: dict[str, str], name: str, jobs: int) -> tuple[str, dict[str, An
 
 def test_bench_drain_reports_the_worker_against_the_pipeline(env):
     printed, report = _bench(env, "drain", 30)
-    assert report["outcomes"] == {"ok": 60}
+    assert report["outcomes"] == {"ok": 120}  # the worker's jobs and the job core's, each to its result
     assert len(report["rounds_run"]) == 2
     for row in report["rounds_run"]:
         assert 0 < row["pipeline_ms"] < row["worker_ms"]  # a job is the pipeline and more
+        assert row["job_core_ms"] > 0
         assert abs(row["over_pipeline"] - row["worker_ms"] / row["pipeline_ms"]) < 0.02
-    assert "median:" in printed
+        assert abs(row["rq_layer_ms"] - (row["worker_ms"] - row["job_core_ms"])) < 0.002
+    assert "median:" in printed and "RQ's layer" in printed
 
 
 def test_bench_result_writes_reports_both_ways(env):
