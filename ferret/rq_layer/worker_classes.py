@@ -30,6 +30,7 @@ from ferret.repeated_lines import RepeatedLines
 from ferret.rq_layer.bookkeeping import CoalescedBookkeeping, OneTripJobStart
 from ferret.rq_layer.clock import rq_now as utc_now
 from ferret.rq_layer.entry import report_of
+from ferret.rq_layer.gc_pacing import between_jobs
 from ferret.rq_layer.intake import Refusal
 from ferret.rq_layer.job_pulse import JobPulse
 from ferret.rq_layer.maintenance import sweep
@@ -143,6 +144,7 @@ class _Observed(StopHandling, RedisAwayTolerant):
             if not stopped_before_its_end and not cut_off:
                 with self._stop_deferred():
                     self._record(job)
+            between_jobs()
 
     def handle_exception(self, job: Job, *exc_info: Any) -> None:
         """A refused payload (``JobRefused``) is one warning line, already logged where it was
