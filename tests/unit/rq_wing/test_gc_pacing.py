@@ -20,19 +20,12 @@ class _Collector:
         self.calls: list[str] = []
         self.frozen = 0
 
-    def full_collection(self, seconds: float, cpu: list[float]) -> None:
+    def collection(self, seconds: float, cpu: list[float], generation: int = 2) -> None:
         for callback in list(self.callbacks):
-            callback("start", {"generation": 2})
+            callback("start", {"generation": generation})
         cpu[0] += seconds
         for callback in list(self.callbacks):
-            callback("stop", {"generation": 2, "collected": 0, "uncollectable": 0})
-
-    def young_collection(self, seconds: float, cpu: list[float]) -> None:
-        for callback in list(self.callbacks):
-            callback("start", {"generation": 0})
-        cpu[0] += seconds
-        for callback in list(self.callbacks):
-            callback("stop", {"generation": 0, "collected": 0, "uncollectable": 0})
+            callback("stop", {"generation": generation, "collected": 0, "uncollectable": 0})
 
     def collect(self) -> int:
         self.calls.append("collect")
@@ -58,7 +51,7 @@ def _pacing() -> tuple[GcPacing, _Collector, list[float], list[float]]:
 
 def test_a_slow_full_collection_freezes_the_heap_between_jobs_after_collecting_it():
     pacing, collector, _clock, cpu = _pacing()
-    collector.full_collection(SLOW_FULL_COLLECTION_SECONDS * 2, cpu)
+    collector.collection(SLOW_FULL_COLLECTION_SECONDS * 2, cpu)
     assert collector.calls == []  # not inside the collection (a job is running)
     pacing.between_jobs()
     assert collector.calls == ["collect", "freeze"]
@@ -68,8 +61,8 @@ def test_a_slow_full_collection_freezes_the_heap_between_jobs_after_collecting_i
 
 def test_fast_full_and_young_collections_leave_the_heap_alone():
     pacing, collector, _clock, cpu = _pacing()
-    collector.full_collection(SLOW_FULL_COLLECTION_SECONDS / 2, cpu)
-    collector.young_collection(SLOW_FULL_COLLECTION_SECONDS * 10, cpu)
+    collector.collection(SLOW_FULL_COLLECTION_SECONDS / 2, cpu)
+    collector.collection(SLOW_FULL_COLLECTION_SECONDS * 10, cpu, generation=0)
     pacing.between_jobs()
     assert collector.calls == []
 
@@ -91,8 +84,8 @@ def test_a_frozen_heap_is_thawed_collected_and_frozen_again_every_thaw_seconds()
 
 def test_the_freezes_own_collection_does_not_ask_for_another():
     pacing, collector, _clock, cpu = _pacing()
-    collector.collect = lambda: collector.full_collection(SLOW_FULL_COLLECTION_SECONDS * 3, cpu)  # type: ignore[method-assign]
-    collector.full_collection(SLOW_FULL_COLLECTION_SECONDS * 3, cpu)
+    collector.collect = lambda: collector.collection(SLOW_FULL_COLLECTION_SECONDS * 3, cpu)  # type: ignore[method-assign]
+    collector.collection(SLOW_FULL_COLLECTION_SECONDS * 3, cpu)
     pacing.between_jobs()
     assert pacing.freezes == 1
     pacing.between_jobs()
