@@ -40,8 +40,9 @@ THAW_SECONDS = 600.0
 class GcPacing:
     """The pacing of one process's collector; ``install`` it, call ``between_jobs`` between two jobs."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, cpu: Callable[[], float] = time.process_time,
+    def __init__(self, clock: Callable[[], float] = time.monotonic, cpu: Callable[[], float] = time.thread_time,
                  collector: Any = gc) -> None:
+        """``cpu``: the collecting thread's own CPU (the search threads' work beside it is not the walk's)."""
         self._clock, self._cpu, self._gc = clock, cpu, collector
         self._began: float | None = None
         self.freeze_due = False
