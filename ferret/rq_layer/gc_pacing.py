@@ -3,7 +3,7 @@
 A worker's heap is mostly what it keeps: its modules, RQ, and each namespace's index and held memories (a
 10,000-memory namespace held whole is ~100,000 objects, sets of tokens among them). Its jobs make next to
 no cyclic garbage (2,000 batch jobs: the young generations' 805 passes collected no object, the 5 full ones
-10), yet each full collection walks the whole heap: 27-32 ms of CPU for such a namespace's worker called
+10), yet each full collection walks the whole heap: 25-35 ms of CPU for such a namespace's worker called
 directly, up to 7-20 ms for the automatic ones of a draining worker (a few per 2,000 jobs), inside whichever
 job's allocations set them off. The walks cost every job (~0.045 ms a job), and the job one lands in waits
 for it.
