@@ -11,6 +11,7 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
 from ferret.redis_plumbing.clock import Clock
+from ferret.redis_plumbing.redis_retry import PatientRetry, is_out_of_memory
 from ferret.redis_plumbing.replication import ReplicaWait
 from ferret.steps import Batch, Call, Eval, Now, Op, Replicate, Step, drive
 
@@ -20,6 +21,10 @@ T = TypeVar("T")
 # lines all read their namespace's memory version). Any order of a round's operations is as good as the
 # one they are sent in (no rule waits on another within a round), so the others reading it first is one.
 _SHARED_READS = frozenset({"GET", "EXISTS", "STRLEN", "TTL", "PTTL"})
+
+
+def _refused_for_memory(reply: Any) -> bool:
+    return isinstance(reply, redis.ResponseError) and is_out_of_memory(reply)
 
 
 class SyncSteps:
@@ -121,16 +126,8 @@ class SyncSteps:
             with client.pipeline(transaction=atomic and not isinstance(client, RedisCluster)) as pipe:
                 spans: list[tuple[int, int]] = []
                 for index in indexes:
-                    op = asked[index]
                     start = len(pipe)
-                    if isinstance(op, Call):
-                        pipe.execute_command(*op.args)
-                    elif isinstance(op, Batch):
-                        for args in op.calls:
-                            pipe.execute_command(*args)
-                    else:
-                        assert isinstance(op, Eval)
-                        self._script(op)(keys=list(op.keys), args=list(op.args), client=pipe)
+                    self._send(pipe, asked[index])
                     spans.append((index, start))
                 results = pipe.execute(raise_on_error=False)
             for number, (index, start) in enumerate(spans):
@@ -140,12 +137,57 @@ class SyncSteps:
                         if isinstance(op := asked[index], Eval) and isinstance(replies[index], NoScriptError)}
             if unloaded:
                 replies.update(self._again_loaded(client, unloaded))
+            refused: dict[int, Op] = {index: op for index in indexes
+                       if not isinstance(op := asked[index], Batch) and _refused_for_memory(replies[index])}
+            if refused:
+                replies.update(self._once_there_is_room(client, refused))
         for index, seen in copies.items():
             replies[index] = replies[seen]
         if replicate:  # once for the round: it covers every write sent so far
             done = self.replicas(asked[replicate[0]].what)  # type: ignore[union-attr]
             for index in replicate:
                 replies[index] = done
+        return replies
+
+    def _send(self, pipe: Any, op: Op) -> None:
+        """``op``'s commands, queued on ``pipe``."""
+        if isinstance(op, Call):
+            pipe.execute_command(*op.args)
+        elif isinstance(op, Batch):
+            for args in op.calls:
+                pipe.execute_command(*args)
+        else:
+            assert isinstance(op, Eval)
+            self._script(op)(keys=list(op.keys), args=list(op.args), client=pipe)
+
+    def _once_there_is_room(self, client: Any, ops: dict[int, Op]) -> dict[int, Any]:
+        """Commands and scripts Redis refused for want of memory (``maxmemory`` with ``noeviction``), sent
+        again until it takes them; each one's reply.
+
+        Sent alone, a refused write is the client's own retry's to wait out (``PatientRetry``); in a round's
+        pipeline, read with ``raise_on_error=False``, the refusal came back as a reply and would have been
+        thrown into its rule: a batch enqueueing while Redis was full ended with a traceback. Redis refuses
+        a write before running it (a script: at its first write, before any), so sending the refused ones
+        again runs each once; they wait as the client's retry does, said once when Redis is full and once
+        when it has room (the same episode as the client's own). A round in a transaction is refused whole
+        and raised, so the client's retry sends it again itself."""
+        retry = client.get_retry() if hasattr(client, "get_retry") else None
+        patience = retry if isinstance(retry, PatientRetry) else PatientRetry(type(client).__name__)
+        replies: dict[int, Any] = {}
+        refusals = 0
+        while ops:
+            refusals += 1
+            patience.wait_for_room(refusals)
+            with client.pipeline(transaction=False) as pipe:
+                for op in ops.values():
+                    self._send(pipe, op)
+                replies.update(zip(ops, pipe.execute(raise_on_error=False), strict=True))
+            unloaded = {index: op for index, op in ops.items()
+                        if isinstance(op, Eval) and isinstance(replies[index], NoScriptError)}
+            if unloaded:
+                replies.update(self._again_loaded(client, unloaded))
+            ops = {index: op for index, op in ops.items() if _refused_for_memory(replies[index])}
+        patience.has_room()
         return replies
 
     def _again_loaded(self, client: Any, evals: dict[int, Eval]) -> dict[int, Any]:

@@ -3,11 +3,19 @@ round trips as the longest rule takes, errors thrown back into their own rule on
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import redis
 from redis.client import Pipeline
 
 from ferret.errors import InvalidRequest
+from ferret.redis_plumbing.clock import RedisClock
+from ferret.redis_plumbing.redis_conn import client_for
+from ferret.redis_plumbing.replication import ReplicaWait
 from ferret.steps import Batch, Call, Eval, Step
+from ferret.steps_sync import SyncSteps
+from tests.conftest import RedisServer
 
 
 def _count_round_trips(monkeypatch) -> list[int]:
@@ -130,3 +138,36 @@ def test_a_script_missing_in_an_atomic_round_runs_once_and_the_batch_beside_it_o
     assert flushed[0] == 1
     assert answers == [1, [1, b"1"]]
     assert redis_client.get("side:count") == b"1" and redis_client.get("side:batch") == b"1"
+
+
+def test_writes_refused_for_want_of_memory_wait_for_room_then_run_once(tmp_path, caplog):
+    """A round's commands and scripts that a full Redis refused (``maxmemory``) are sent again until it has
+    room: each runs once, and the wait is said once when it starts and once when it ends. (Read as replies,
+    the refusals were thrown into their rules: a batch enqueueing while Redis was full ended with a traceback.)"""
+    server = RedisServer(tmp_path)
+    admin = redis.Redis.from_url(server.url)
+    client = client_for(server.url)
+    try:
+        steps = SyncSteps(client, client, RedisClock(client), ReplicaWait(client, 0, 0))
+
+        def counts(key: str, script_first: bool) -> Step[tuple[int, int]]:
+            script = Eval("return redis.call('INCR', KEYS[1])", (f"{key}:by-script",), ())
+            first = yield (script if script_first else Call(("INCR", key)))
+            second = yield (Call(("INCR", key)) if script_first else script)
+            return first, second
+
+        admin.config_set("maxmemory", 1)  # every write refused: OOM command not allowed
+        lift = threading.Timer(1.0, admin.config_set, ("maxmemory", 0))
+        lift.start()
+        with caplog.at_level(logging.WARNING, logger="ferret.redis_plumbing.redis_retry"):
+            answers = steps.run_together([counts("a", False), counts("b", True)])
+        lift.join()
+        assert answers == [(1, 1), (1, 1)]
+        assert [admin.get(key) for key in ("a", "a:by-script", "b", "b:by-script")] == [b"1"] * 4  # each ran once
+        said = [record.getMessage() for record in caplog.records]
+        assert sum("is out of memory" in line for line in said) == 1, said
+        assert sum("has room again" in line for line in said) == 1, said
+    finally:
+        admin.config_set("maxmemory", 0)
+        client.close()
+        server.stop()

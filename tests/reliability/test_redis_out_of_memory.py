@@ -105,6 +105,39 @@ def test_a_batch_rides_out_redis_out_of_memory(tmp_path, own_redis):
         assert "Traceback" not in log, log[-3000:]
 
 
+def test_a_batch_started_while_redis_is_full_waits_for_room_then_finishes(tmp_path, own_redis):
+    """Its enqueues meet the full Redis: they wait, said once, and the batch ends by itself when memory comes
+    back, every line once. (The enqueue's writes went out in a pipeline whose refusals came back as replies:
+    the batch ended with a traceback, as the batch above did when a busy machine left it enqueueing at the
+    moment Redis filled up.)"""
+    server, admin = own_redis
+    env = _env(server.url)
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps({"query": f"BTC thesis {i}", "namespace": "sample"}) + "\n"
+                              for i in range(300)))
+    worker = subprocess.Popen(_ferret("worker"), env=env, stderr=subprocess.DEVNULL)
+    try:
+        admin.config_set("maxmemory", 1)  # every write refused: OOM command not allowed
+        batch = subprocess.Popen(_ferret("batch", str(source), "--out", str(out), "--wait", "120"), env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(5)
+        if batch.poll() is not None:
+            _, said = batch.communicate(timeout=10)
+            pytest.fail(f"the batch gave up while Redis was full: {said[-3000:]}")
+        assert _rows(out) == []
+        admin.config_set("maxmemory", 0)
+        _, stderr = batch.communicate(timeout=150)
+        assert batch.returncode == 0, stderr[-3000:]
+        rows = _rows(out)
+        assert sorted(row["line"] for row in rows) == list(range(1, 301))
+        assert {row["status"] for row in rows} == {"ok"}
+        assert stderr.count("is out of memory") == 1 and stderr.count("has room again") == 1, stderr[-3000:]
+        assert "Traceback" not in stderr, stderr[-3000:]
+    finally:
+        admin.config_set("maxmemory", 0)
+        _stop([worker])
+
+
 def test_resume_reenqueues_a_request_rq_ended_without_a_ferret_result(tmp_path, own_redis):
     server, admin = own_redis
     env = _env(server.url)
