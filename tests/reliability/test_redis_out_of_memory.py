@@ -108,8 +108,8 @@ def test_a_batch_rides_out_redis_out_of_memory(tmp_path, own_redis):
 def test_a_batch_started_while_redis_is_full_waits_for_room_then_finishes(tmp_path, own_redis):
     """Its enqueues meet the full Redis: they wait, said once, and the batch ends by itself when memory comes
     back, every line once. (The enqueue's writes went out in a pipeline whose refusals came back as replies:
-    the batch ended with a traceback, as the batch above did when a busy machine left it enqueueing at the
-    moment Redis filled up.)"""
+    the batch ended with a traceback. Most likely what the batch above met once, when a busy machine left it
+    still enqueueing as Redis filled up; that run kept no output.)"""
     server, admin = own_redis
     env = _env(server.url)
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
