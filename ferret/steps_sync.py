@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import redis
@@ -178,10 +178,7 @@ class SyncSteps:
         while ops:
             refusals += 1
             patience.wait_for_room(refusals)
-            with client.pipeline(transaction=False) as pipe:
-                for op in ops.values():
-                    self._send(pipe, op)
-                replies.update(zip(ops, pipe.execute(raise_on_error=False), strict=True))
+            replies.update(self._resent(client, ops))
             unloaded = {index: op for index, op in ops.items()
                         if isinstance(op, Eval) and isinstance(replies[index], NoScriptError)}
             if unloaded:
@@ -200,7 +197,12 @@ class SyncSteps:
         first (a Cluster's pipeline does not check its scripts itself; SCRIPT LOAD reaches every primary)."""
         for source in dict.fromkeys(op.source for op in evals.values()):
             client.script_load(source)
+        return self._resent(client, evals)
+
+    def _resent(self, client: Any, ops: Mapping[int, Op]) -> dict[int, Any]:
+        """``ops`` sent again, in a pipeline of their own (no transaction); each one's reply, an error in place
+        of a reply."""
         with client.pipeline(transaction=False) as pipe:
-            for op in evals.values():
-                self._script(op)(keys=list(op.keys), args=list(op.args), client=pipe)
-            return dict(zip(evals, pipe.execute(raise_on_error=False), strict=True))
+            for op in ops.values():
+                self._send(pipe, op)
+            return dict(zip(ops, pipe.execute(raise_on_error=False), strict=True))

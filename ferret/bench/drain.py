@@ -36,7 +36,7 @@ from typing import Any
 from ferret.bench.overhead import NAMESPACE, NO_CACHE, corpus_server
 from ferret.bench.scale import Corpus
 from ferret.contract import RetrievalResult
-from ferret.producer.client import Producer
+from ferret.producer.client import JobHandle, Producer
 from ferret.rq_layer.raw_baseline import taken_off_queue
 from ferret.rq_layer.runner import build_worker
 from ferret.settings import Settings, load_settings
@@ -66,17 +66,11 @@ def worker_in_process(corpus: Corpus, memories: int) -> Iterator[tuple[Settings,
 def drained(producer: Producer, worker: Any, requests: list[dict[str, Any]], outcomes: Counter[str]) -> float:
     """Enqueue ``requests`` and let ``worker`` drain them (burst): the CPU seconds this process spent in the
     drain. Each job's final status is counted in ``outcomes`` after ("none": no result)."""
-    handles = []
-    for answer in producer.enqueue_many(requests):
-        if isinstance(answer, Exception):
-            raise answer
-        handles.append(answer)
+    handles = _enqueued(producer, requests)
     began = time.process_time()
     worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
     spent = time.process_time() - began
-    # read after the CPU: a job that failed fast would cost less than one that ran
-    outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
-                    for result in producer.results_of(handles))
+    _count_outcomes(producer, handles, outcomes)  # after the CPU: a job that failed fast costs less than one that ran
     return spent
 
 
@@ -84,20 +78,31 @@ def core_run(producer: Producer, worker: Any, requests: list[dict[str, Any]], ou
     """Enqueue ``requests``, read their jobs' payloads back, take the entries off the queue, and run each payload
     through ``run_job`` in this process, as the worker would (``job core`` in the module): the CPU seconds the
     runs took. Each job's final status is counted in ``outcomes`` after ("none": no result)."""
-    handles = []
-    for answer in producer.enqueue_many(requests):
-        if isinstance(answer, Exception):
-            raise answer
-        handles.append(answer)
+    handles = _enqueued(producer, requests)
     work = taken_off_queue(producer.client, [handle.job_id for handle in handles])
     ctx = worker.ferret_context
     began = time.process_time()
     for job_id, origin, payload in work:
         run_job(ctx, payload, job_id, origin)
     spent = time.process_time() - began
+    _count_outcomes(producer, handles, outcomes)
+    return spent
+
+
+def _enqueued(producer: Producer, requests: list[dict[str, Any]]) -> list[JobHandle]:
+    """``requests`` enqueued side by side; a refused one raises its error."""
+    handles = []
+    for answer in producer.enqueue_many(requests):
+        if isinstance(answer, Exception):
+            raise answer
+        handles.append(answer)
+    return handles
+
+
+def _count_outcomes(producer: Producer, handles: list[JobHandle], outcomes: Counter[str]) -> None:
+    """Each job's final status counted in ``outcomes`` ("none": no result)."""
     outcomes.update(result.status if isinstance(result, RetrievalResult) else "none"
                     for result in producer.results_of(handles))
-    return spent
 
 
 def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:

@@ -92,7 +92,7 @@ class PatientRetry(Retry):
                 refusals += 1
                 self._episode.full()
                 _call_fail(fail, error, 1, with_failure_count)  # raises WatchError inside a WATCH
-                self.wait_for_room(refusals)
+                _pause_for_room(refusals)
                 continue
             except self._supported_errors as error:
                 if is_retryable and not is_retryable(error):
@@ -114,11 +114,16 @@ class PatientRetry(Retry):
         by every connection of the client), then a pause, doubling from 0.1 s to a second. For a caller
         that reads refusals as replies (a pipeline's ``raise_on_error=False``) and sends those writes again."""
         self._episode.full()
-        time.sleep(min(OUT_OF_MEMORY_PAUSE_CAP_SECONDS, 0.05 * 2 ** min(refusals, 8)))
+        _pause_for_room(refusals)
 
     def has_room(self) -> None:
         """Redis took the writes again: said once, if it had refused them."""
         self._episode.room()
+
+
+def _pause_for_room(refusals: int) -> None:
+    """The pause after the ``refusals``-th refusal in a row for want of memory: 0.1 s doubling to a second."""
+    time.sleep(min(OUT_OF_MEMORY_PAUSE_CAP_SECONDS, 0.05 * 2 ** min(refusals, 8)))
 
 
 def _call_fail(fail: Callable[..., Any], error: Exception, failures: int, with_failure_count: bool) -> None:

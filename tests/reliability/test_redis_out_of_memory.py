@@ -61,6 +61,13 @@ def _stop(processes) -> None:
         process.wait(timeout=20)
 
 
+def _still_waiting(batch: subprocess.Popen) -> None:
+    """The batch has not given up while Redis is full; if it has, what it said."""
+    if batch.poll() is not None:
+        _, said = batch.communicate(timeout=10)
+        pytest.fail(f"the batch gave up while Redis was full: {said[-3000:]}")
+
+
 def test_a_batch_rides_out_redis_out_of_memory(tmp_path, own_redis):
     server, admin = own_redis
     env = _env(server.url)
@@ -80,9 +87,7 @@ def test_a_batch_rides_out_redis_out_of_memory(tmp_path, own_redis):
         time.sleep(FULL_SECONDS)
         for process in workers:
             assert process.poll() is None, "a worker exited while Redis was full"
-        if batch.poll() is not None:
-            _, said = batch.communicate(timeout=10)
-            pytest.fail(f"the batch gave up while Redis was full: {said[-3000:]}")
+        _still_waiting(batch)
         admin.config_set("maxmemory", 0)
         _, stderr = batch.communicate(timeout=180)
         assert batch.returncode == 0, stderr[-3000:]
@@ -121,9 +126,7 @@ def test_a_batch_started_while_redis_is_full_waits_for_room_then_finishes(tmp_pa
         batch = subprocess.Popen(_ferret("batch", str(source), "--out", str(out), "--wait", "120"), env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(5)
-        if batch.poll() is not None:
-            _, said = batch.communicate(timeout=10)
-            pytest.fail(f"the batch gave up while Redis was full: {said[-3000:]}")
+        _still_waiting(batch)
         assert _rows(out) == []
         admin.config_set("maxmemory", 0)
         _, stderr = batch.communicate(timeout=150)
