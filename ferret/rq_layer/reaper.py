@@ -10,7 +10,9 @@ the worker was lost. A job whose worker is alive but still on it past its
 deadline (+ grace) ends ``failed`` as overrun, never as lost: a worker's key
 outlives a starved job (``ferret.rq_layer.job_pulse``), so a death is blamed
 only when the worker's key is gone. One worker at a time does this, under a
-short lock.
+short lock. A job judged lost acts only once its started-registry entry is
+taken out by the pass: an entry gone meanwhile is a job that ended as it was
+judged (its end takes the entry out with its execution record), not a re-run.
 """
 
 from __future__ import annotations
@@ -131,7 +133,10 @@ def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry
     alive = _worker_alive(ctx, job, raw if isinstance(raw, bytes) else str(raw).encode())
     if alive and not overdue:
         return None
-    ctx.client.zrem(registry.key, raw)
+    if not ctx.client.zrem(registry.key, raw):
+        # Gone since the pass read it: the job ended meanwhile (its success or failure takes the entry out
+        # with its execution record, which the look at an unstamped job's worker then found missing).
+        return None
     reruns = job.meta.get(RERUNS, 0)
     reruns = int(reruns) if isinstance(reruns, int) else 0  # meta is untrusted too
     if not overdue and reruns < ctx.settings.service.max_reruns:
