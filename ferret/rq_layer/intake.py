@@ -320,12 +320,28 @@ def _read_after_pop(connection: Redis, queue: Queue, job_cls: type[Job], raw: by
     return cast(dict[bytes, bytes], fields), parked, waiting
 
 
+# Entries back at the front of a queue, in order (ARGV), out of its intermediate queue (KEYS[1]) first. An
+# intermediate queue of another type (anyone can write to Redis) holds none of them: it is left to the next
+# maintenance pass to set aside, and the entries still go back; as plain commands its LREM's WRONGTYPE would
+# raise out of the put-back after the entries were back (a stop turned into an error).
+_PUT_BACK = """
+if redis.call('TYPE', KEYS[1])['ok'] == 'list' then
+  for _, entry in ipairs(ARGV) do
+    redis.call('LREM', KEYS[1], 1, entry)
+  end
+end
+for position = #ARGV, 1, -1 do
+  redis.call('LPUSH', KEYS[2], ARGV[position])
+end
+return #ARGV
+"""
+
+
 def put_back_commands(pipe: Any, queue: Queue, raws: Sequence[bytes | str]) -> None:
     """Into ``pipe``: entries taken off ``queue`` (into its intermediate queue, when it has one) back to its
-    front, in their order, for the next worker."""
-    for raw in raws:
-        pipe.lrem(queue.intermediate_queue_key, 1, raw)
-    pipe.lpush(queue.key, *reversed(raws))
+    front, in their order, for the next worker (one script: ``_PUT_BACK``, sent whole, as a put-back is rare)."""
+    if raws:
+        pipe.eval(_PUT_BACK, 2, queue.intermediate_queue_key, queue.key, *raws)
 
 
 def _put_back(connection: Redis, queue: Queue, raws: list[bytes]) -> None:

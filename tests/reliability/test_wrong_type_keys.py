@@ -112,3 +112,27 @@ def test_an_intermediate_queue_turned_to_another_type_between_take_and_start_sto
     redis_client.delete(worker.key, LOCK_KEY)  # lost now; the reaper's lock (its own pass's) gone too
     build_worker(redis_client, settings, ["prefetch", "batch"]).work(burst=True, with_scheduler=False)
     assert [r.status for r in producer.results_of(handles)] == ["ok"] * 3  # type: ignore[union-attr]
+
+
+def test_jobs_taken_with_a_trip_go_back_when_their_intermediate_queue_turned_to_another_type(
+        producer, redis_client, settings, sample_namespace):
+    """A worker stopping before it started the jobs taken with its trip puts them back at the front of their
+    queue, in order. Their intermediate queue, replaced by a hash meanwhile, holds none of them: the put-back
+    leaves it to the maintenance pass and raises nothing (it raised WRONGTYPE after the entries were back)."""
+    from rq import Queue
+
+    from ferret.rq_layer.runner import build_worker
+
+    handles = producer.enqueue_many([{"query": f"BTC thesis {i}", "namespace": sample_namespace,
+                                      "queue": "batch", "deadline_seconds": 600} for i in range(3)])
+    worker = build_worker(redis_client, settings, ["prefetch", "batch"])
+    worker.queue_class.take_up_to = 3
+    worker.register_birth()
+    job, queue = worker.dequeue_job_and_maintain_ttl(None)
+    intermediate = Queue("batch", connection=redis_client).intermediate_queue_key
+    redis_client.delete(intermediate)
+    redis_client.hset(intermediate, "a", "hash")
+    worker.queue_class.held.appendleft((job, queue))  # the job in hand goes back too, first
+    worker.put_back_held()
+    assert redis_client.lrange(queue.key, 0, -1) == [handle.job_id.encode() for handle in handles]
+    assert redis_client.hgetall(intermediate) == {b"a": b"hash"}
