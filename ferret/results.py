@@ -2,7 +2,9 @@
 
 The worker writes a final result, its trace and a "done" token in one Lua
 script (result and trace packed: ``ferret.packed``): the first final result
-for a job wins (a job re-run after a crash cannot replace it), a trace id
+for a job wins (a job re-run after a crash cannot replace it; the same write
+sent again after its answer was lost finds itself, and is answered as
+written), a trace id
 already holding another job's trace is never overwritten (nothing is
 written and the caller picks a new id), and every key gets a TTL. Waiters
 block on the done list (BLPOP) instead of polling, and put the token back
@@ -38,8 +40,13 @@ from ferret.steps import Call, Step
 
 WAIT_SLICE_SECONDS = 2.0
 
+# A result already there is another run's, or this very write's sent again (its answer lost with the
+# connection, the client's retry): the same bytes, answered as written, not as another run's.
 _WRITE_ONCE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.pcall('GET', KEYS[1]) == ARGV[1] then return 1 end
+  return 0
+end
 if ARGV[2] ~= '' and redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
   if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[4]) end
