@@ -148,6 +148,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     )
     worker.ferret_on_refused = on_refused  # type: ignore[attr-defined]
     worker.ferret_jobs_per_trip = settings.service.jobs_per_trip  # type: ignore[attr-defined]
+    worker.ferret_jobs_per_horse = settings.service.jobs_per_horse  # type: ignore[attr-defined]
     worker.ferret_metrics = metrics  # type: ignore[attr-defined]
     worker.ferret_context = context  # type: ignore[attr-defined]
     worker.ferret_store_identity = identity  # type: ignore[attr-defined]

@@ -33,6 +33,7 @@ from ferret.rq_layer.entry import report_of
 from ferret.rq_layer.gc_pacing import between_jobs
 from ferret.rq_layer.intake import Refusal
 from ferret.rq_layer.job_pulse import JobPulse
+from ferret.rq_layer.kept_horse import KeptHorse
 from ferret.rq_layer.maintenance import sweep
 from ferret.rq_layer.reaper import reap
 from ferret.rq_layer.trip_batching import JobsPerTrip
@@ -188,8 +189,8 @@ class ObservedSimpleWorker(_Observed, JobsPerTrip, OneTripJobStart, CoalescedBoo
     pass
 
 
-class ObservedForkWorker(_Observed, CoalescedBookkeeping, Worker):
-    pass
+class ObservedForkWorker(_Observed, CoalescedBookkeeping, KeptHorse, Worker):
+    """A work horse kept for many jobs (``service.jobs_per_horse``, ``ferret.rq_layer.kept_horse``)."""
 
 
 class StockSimpleWorker(_Observed, SimpleWorker):

@@ -1,0 +1,291 @@
+"""A forking worker whose work horse serves many jobs (``service.jobs_per_horse``).
+
+RQ's forking ``Worker`` forks a work horse for every job, and a Ferret work horse builds its clients and
+opens its namespace's index afresh each time: ~23 ms of CPU a job on this machine, against ~1.5 ms for the
+same job in the worker's own process. Here the horse is kept: forked once, it takes the worker's jobs one
+at a time through a pipe, runs each as RQ's horse would (``perform_job``: its start, its hard time limit,
+its success or failure bookkeeping) with the clients and index it opened for the first, and answers one
+byte a job. After ``jobs_per_horse`` jobs it is let go (its pipe closed: it exits) and the next job gets a
+fresh one, as Celery's ``max_tasks_per_child`` does; 1 is RQ's own horse, one a job.
+
+What the worker class promises stays: a job runs in a process of its own, not the worker's. A job that
+kills its process (a crash in C code, the kernel's OOM killer, ``os._exit``) takes only the horse: the worker
+sees the pipe close, ends that job ``failed`` as RQ ends a job whose horse died, and forks a new horse for
+the next one. A job past its hard time limit is stopped in the horse by RQ's death penalty; one that hangs
+past it (+ 60 s, RQ's rule) is killed with its horse from the worker. What is no longer fresh per job: the
+horse's own memory. What one job leaves in the process (a module's state, memory it never frees) is there
+for the next jobs of the same horse, up to ``jobs_per_horse`` of them; Ferret's job keeps nothing in module
+state, its caches are the ones the simple worker keeps across jobs too.
+
+Each job's id reaches the horse through the pipe (with its queue, its execution record's id and whether its
+entry is in the queue's intermediate queue), and the horse reads the job's hash again as the untrusted
+input it is (``take_entry``): one round trip, where RQ's fresh horse had the job in the memory it forked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import errno
+import json
+import logging
+import os
+import random
+import signal
+import time
+from dataclasses import dataclass
+from typing import IO, Any
+
+from rq.executions import Execution
+from rq.job import Job
+from rq.queue import Queue
+
+from ferret.rq_layer.bookkeeping import PARKED, parked
+from ferret.rq_layer.gc_pacing import between_jobs
+from ferret.rq_layer.intake import NOT_THE_ENTRY, take_entry
+
+logger = logging.getLogger(__name__)
+
+RAN = b"0"  # the job ran (RQ recorded its success or failure)
+UNREADABLE = b"2"  # the job's hash could not be read as a Ferret job: nothing ran
+RETIRE_SECONDS = 30.0  # a horse let go finishes its exit within this, or is killed
+WAIT_STATUS_FAILED = 1 << 8  # what ``os.wait4`` gives for a process that exited with status 1
+
+
+@dataclass
+class _Horse:
+    pid: int
+    requests: IO[bytes]  # the worker writes a job a line
+    replies: int  # the worker reads a byte a job (end of file: the horse is gone)
+    served: int = 0
+    busy: bool = False  # a job was handed over and its answer not read yet
+
+
+class KeptHorse:
+    """Mixin for RQ's forking ``Worker`` (put it just before ``Worker``)."""
+
+    ferret_jobs_per_horse = 1  # service.jobs_per_horse; 1: RQ's horse, forked for each job
+    _ferret_horse: _Horse | None = None
+    _ferret_detached: list[int] | None = None  # horses let go mid-job, to be reaped once they exit
+    _horse_pid: int
+    connection: Any
+    executions: dict[str, Execution]
+    name: str
+    queues: list[Queue]
+    job_class: type[Job]
+    serializer: Any
+
+    def _kept(self) -> bool:
+        return self.ferret_jobs_per_horse > 1
+
+    def fork_work_horse(self, job: Job, queue: Queue) -> None:
+        """The job to the kept horse; a horse forked first when there is none (or the last one is done)."""
+        if not self._kept():
+            super().fork_work_horse(job, queue)  # type: ignore[misc]
+            return
+        message = self._request(job, queue)
+        for attempt in range(2):
+            horse = self._ready_horse()
+            try:
+                horse.requests.write(message)
+                horse.requests.flush()
+                break
+            except OSError as exc:  # the horse died between two jobs (killed from outside): a fresh one
+                logger.warning("worker %s: work horse %s was gone before job %s reached it (%s)", self.name,
+                               horse.pid, job.id, exc)
+                self._reap_horse()
+                if attempt:
+                    raise
+        horse.busy = True
+        self._horse_pid = horse.pid
+
+    def execute_job(self, job: Job, queue: Queue) -> Any:
+        """RQ's (the execution record, the job to the horse, the horse watched). When the watch ends before
+        the horse's answer (Redis out of reach while heart-beating, a stop), the horse is let go with its job:
+        it finishes it and exits, as RQ's horse of that job would, and the next job gets a fresh horse (an
+        answer left unread in the pipe would be taken for the next job's)."""
+        try:
+            return super().execute_job(job, queue)  # type: ignore[misc]
+        finally:
+            horse = self._ferret_horse
+            if horse is not None and horse.busy:
+                self._detach_horse(horse)
+
+    def _detach_horse(self, horse: _Horse) -> None:
+        self._ferret_horse = None
+        _close(horse)  # end of file after its job: it exits
+        if self._ferret_detached is None:
+            self._ferret_detached = []
+        self._ferret_detached.append(horse.pid)
+        logger.warning("worker %s: let work horse %s go with the job it runs; it exits when done", self.name,
+                       horse.pid)
+
+    def _reap_detached(self) -> None:
+        if self._ferret_detached:
+            self._ferret_detached = [pid for pid in self._ferret_detached if not _exited(pid)]
+
+    def _ready_horse(self) -> _Horse:
+        """The kept horse, alive, with jobs left to serve; a fresh one forked when there is none."""
+        self._reap_detached()
+        horse = self._ferret_horse
+        if horse is not None and horse.served >= self.ferret_jobs_per_horse:
+            self._retire_horse()
+        elif horse is not None and _exited(horse.pid):
+            self._ferret_horse = None  # exited between two jobs (killed from outside), and now reaped
+            _close(horse)
+        if self._ferret_horse is None:
+            self._ferret_horse = self._fork_kept_horse()
+        return self._ferret_horse
+
+    def _request(self, job: Job, queue: Queue) -> bytes:
+        """The line that hands ``job`` to the horse: its id, queue, execution record, and whether its entry
+        waits in the queue's intermediate queue for its start to take it out."""
+        execution: Execution | None = self.execution  # type: ignore[attr-defined]  # RQ's: prepare_execution's
+        return json.dumps({"job": job.id, "queue": queue.name, "parked": parked(job, len(self.queues) == 1),
+                           "execution": execution.id if execution else None,
+                           "created_at": execution.created_at.timestamp() if execution else None}).encode() + b"\n"
+
+    def wait_for_horse(self) -> tuple[int | None, int | None, Any]:
+        """Until the kept horse has run the job (as if a horse of its own had exited 0) or is gone (its exit
+        status). RQ's monitor wraps this in its timer, which interrupts the read to send heart-beats."""
+        horse = self._ferret_horse
+        if not self._kept() or horse is None:
+            return super().wait_for_horse()  # type: ignore[misc, no-any-return]
+        reply = os.read(horse.replies, 1)
+        horse.busy = False
+        if reply == RAN:
+            horse.served += 1
+            return horse.pid, os.EX_OK, None
+        if reply == UNREADABLE:
+            horse.served += 1
+            return horse.pid, WAIT_STATUS_FAILED, None
+        return self._reap_horse()
+
+    def _reap_horse(self) -> tuple[int | None, int | None, Any]:
+        """The kept horse's exit (it is gone or going), waited for; the worker forks a new one for its next
+        job."""
+        horse, self._ferret_horse = self._ferret_horse, None
+        assert horse is not None
+        _close(horse)
+        pid = status = rusage = None
+        with contextlib.suppress(ChildProcessError):
+            pid, status, rusage = os.wait4(horse.pid, 0)
+        return pid, status, rusage
+
+    def _retire_horse(self) -> None:
+        """Let the kept horse go: its pipe closed, it exits (it is between two jobs); killed if it has not
+        within ``RETIRE_SECONDS``."""
+        horse, self._ferret_horse = self._ferret_horse, None
+        if horse is None:
+            return
+        _close(horse)
+        ends_by = time.monotonic() + RETIRE_SECONDS
+        try:
+            while os.waitpid(horse.pid, os.WNOHANG)[0] == 0:
+                if time.monotonic() > ends_by:
+                    logger.warning("worker %s: work horse %s did not exit when let go; killed", self.name, horse.pid)
+                    with contextlib.suppress(OSError):
+                        os.killpg(horse.pid, signal.SIGKILL)
+                    os.waitpid(horse.pid, 0)
+                    return
+                time.sleep(0.005)
+        except ChildProcessError:  # already reaped
+            return
+
+    def _fork_kept_horse(self) -> _Horse:
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the horse
+            os.setpgrp()
+            os.close(requests_write)
+            os.close(replies_read)
+            self._ferret_horse = None
+            try:
+                self._serve(os.fdopen(requests_read, "rb"), replies_write)
+            finally:
+                os._exit(1)  # _serve exits by itself; anything else is a horse that failed
+        os.close(requests_read)
+        os.close(replies_write)
+        self.procline(f"Forked kept horse {pid}")  # type: ignore[attr-defined]
+        return _Horse(pid, os.fdopen(requests_write, "wb"), replies_read)
+
+    def _serve(self, requests: IO[bytes], replies: int) -> None:
+        """The horse's loop: a job a line, until the worker closes the pipe."""
+        random.seed()
+        self.setup_work_horse_signals()  # type: ignore[attr-defined]
+        self._is_horse = True
+        self.log = logger
+        context = getattr(self, "ferret_context", None)
+        if context is not None:  # this process's clients and index, opened once for all its jobs
+            self.ferret_context = context.for_this_process(self.connection)
+        for line in requests:
+            try:
+                taken = self._taken(line)
+            except BaseException:  # Redis out of reach past the client's retries, a stop: as RQ's horse, exit 1
+                os._exit(1)
+            if taken is None:
+                os.write(replies, UNREADABLE)
+                continue
+            job, queue, execution = taken
+            try:
+                self.perform_job(job, queue, execution)  # type: ignore[attr-defined]
+            except BaseException:  # RQ's horse exits 1 on anything perform_job lets out
+                os._exit(1)
+            between_jobs()
+            try:
+                os.write(replies, RAN)
+            except OSError as exc:  # the worker is gone
+                os._exit(0 if exc.errno == errno.EPIPE else 1)
+        os._exit(0)
+
+    def _taken(self, line: bytes) -> tuple[Job, Queue, Execution] | None:
+        """The job, queue and execution a request line names; None when the job cannot be read as a Ferret
+        job now (said so)."""
+        try:
+            message = json.loads(line)
+            queue = self.queue_class(message["queue"], connection=self.connection,  # type: ignore[attr-defined]
+                                     job_class=self.job_class, serializer=self.serializer)
+            job, refusal = take_entry(self.job_class, message["job"].encode(), queue, self.connection,
+                                      self.serializer)
+        except NOT_THE_ENTRY:
+            raise
+        except Exception:
+            logger.exception("work horse %s: a job from the worker could not be read", os.getpid())
+            return None
+        if job is None:
+            logger.warning("work horse %s: job %s not run: %s", os.getpid(), message["job"],
+                           refusal.message if refusal else "no such job")
+            return None
+        setattr(job, PARKED, bool(message.get("parked")))
+        job.ferret_resources = getattr(self, "ferret_context", None)  # type: ignore[attr-defined]
+        execution = Execution(message["execution"] or "", job.id, self.connection, worker_name=self.name)
+        if message.get("created_at") is not None:
+            execution.created_at = datetime.datetime.fromtimestamp(message["created_at"], tz=datetime.UTC)
+        execution._job = job
+        self.executions = {execution.id: execution}
+        return job, queue, execution
+
+    def teardown(self) -> None:
+        self._reap_detached()  # one still running its job is left to finish it, as RQ leaves its horse
+        if self._ferret_horse is not None:
+            try:
+                self._retire_horse()
+            except Exception:
+                logger.exception("worker %s: letting its work horse go failed", self.name)
+        super().teardown()  # type: ignore[misc]
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child ``pid`` has exited (reaped now, if it had not been)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
+
+
+def _close(horse: _Horse) -> None:
+    with contextlib.suppress(OSError):
+        horse.requests.close()
+    with contextlib.suppress(OSError):
+        os.close(horse.replies)
