@@ -38,6 +38,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """A process's CPU time with its children's: those it has waited for (a forking worker's finished work
+    horses) and those still running (a kept horse), theirs counted the same way."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    total = sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        for child in children:
+            try:
+                total += tree_cpu_seconds(int(child))
+            except FileNotFoundError:  # the child ended meanwhile (its time is in the waited-for part once reaped)
+                continue
+    return total
+
+
 def private_redis(directory: Path) -> EmbeddedRedis:
     """A throwaway redis-server on a unix socket in ``directory``."""
     return EmbeddedRedis(directory).start()

@@ -261,6 +261,23 @@ def overhead(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip:
     click.echo(json.dumps(report))
 
 
+@bench.command()
+@click.option("--jobs", default=300, show_default=True, type=click.IntRange(10), help="Jobs per round and worker.")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1), help="Rounds (the order rotates).")
+@click.option("--memories", default=1_000, show_default=True, type=click.IntRange(1),
+              help="Memories in the namespace.")
+def horses(jobs: int, rounds: int, memories: int) -> None:
+    """A forking worker's horse kept for many jobs against one a job, beside a simple worker: CPU a job, jobs/s."""
+    from ferret.bench.horses import run
+
+    report = run(jobs, rounds, memories)
+    for name, row in report["workers"].items():
+        click.echo(f"{name}: {row['cpu_ms']} ms of CPU a job (the worker and its horses), {row['jobs_per_s']} "
+                   f"jobs/s, {report['cpu_over_simple'][name]}x the simple worker's CPU; outcomes "
+                   f"{report['outcomes'][name]}")
+    click.echo(json.dumps(report))
+
+
 @bench.command(name="queue-peers")
 @click.option("--jobs", default=1_000, show_default=True, type=click.IntRange(10), help="Jobs per round and system.")
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(1), help="Rounds (the order rotates).")

@@ -1,4 +1,4 @@
-"""The benches whose worker runs in their own process (``ferret bench drain``, ``ferret bench result-writes``)
+"""The benches of a worker's machinery (``ferret bench drain``, ``result-writes``, ``horses``)
 in CI size: they run end to end, every job ends ``ok``, and they print their figures."""
 
 from __future__ import annotations
@@ -39,3 +39,16 @@ def test_bench_result_writes_reports_both_ways(env):
         for row in report["rounds_run"][way]:
             assert 0 < row["writes_ms"] < row["worker_ms"]
     assert "held: writing results" in printed and "own: writing results" in printed
+
+
+def test_bench_horses_runs_each_worker_to_its_results(env):
+    """The simple worker, the forking worker with its horse kept and with a horse a job: every job ``ok``,
+    each figured."""
+    run = subprocess.run([sys.executable, "-m", "ferret.cli.main", "bench", "horses", "--jobs", "20",
+                          "--rounds", "1", "--memories", "300"], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["outcomes"] == {name: {"ok": 20} for name in ("simple", "fork, horse kept", "fork, a horse a job")}
+    for name, row in report["workers"].items():
+        assert row["cpu_ms"] > 0 and row["jobs_per_s"] > 0, name
+        assert f"{name}: {row['cpu_ms']} ms of CPU a job" in run.stdout
