@@ -155,3 +155,19 @@ def test_a_watch_cut_short_lets_the_horse_go_with_its_job_and_the_next_job_gets_
     earlier = producer.wait(first, scaled(30))  # its horse, let go, finished it
     assert earlier is not None and earlier.status == "ok", (earlier.status, earlier.error) if earlier else None
     assert _ran_in(earlier) != _ran_in(later)
+
+
+def test_a_worker_stopped_mid_job_lets_the_job_finish_then_its_horse_go(producer, start_workers, redis_client,
+                                                                        sample_nous):
+    sample_nous.delay, sample_nous.slow_first = 2.0, 1  # the job is in its search when the stop comes
+    (parent,) = start_workers(1, "--worker-class", "fork", extra_env={
+        **nous_env(sample_nous, timeout_seconds=60), "FERRET_PIPELINE__TIMEOUT_SECONDS": "60"})
+    handle = producer.enqueue({"query": "BTC thesis", "queue": "batch", "deadline_seconds": 60})
+    _until(lambda: (redis_client.hget(f"rq:job:{handle.job_id}", "status") or b"") == b"started", 20,
+           "the job started")
+    (horse,) = _children(parent.pid)
+    parent.send_signal(signal.SIGTERM)
+    result = producer.wait(handle, scaled(30))
+    assert result is not None and result.status == "ok" and _ran_in(result) == horse
+    assert parent.wait(timeout=scaled(30)) == 0
+    _until(lambda: _gone(horse), 10, "the horse gone with its worker")
