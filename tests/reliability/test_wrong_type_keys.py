@@ -96,16 +96,8 @@ def test_an_intermediate_queue_turned_to_another_type_between_take_and_start_sto
     from ferret.rq_layer.reaper import LOCK_KEY
     from ferret.rq_layer.runner import build_worker
 
-    handles = producer.enqueue_many([{"query": f"BTC thesis {i}", "namespace": sample_namespace,
-                                      "queue": "batch", "deadline_seconds": 600} for i in range(3)])
-    worker = build_worker(redis_client, settings, ["prefetch", "batch"])
-    worker.queue_class.take_up_to = 3
-    worker.register_birth()
-    job, _ = worker.dequeue_job_and_maintain_ttl(None)
-    intermediate = Queue("batch", connection=redis_client).intermediate_queue_key
-    assert redis_client.llen(intermediate) == 3
-    redis_client.delete(intermediate)
-    redis_client.hset(intermediate, "a", "hash")
+    handles, worker, (job, _), intermediate = _trip_taken_then_its_intermediate_queue_made_a_hash(
+        producer, redis_client, settings, sample_namespace)
     worker.prepare_execution(job)  # the trip's start: all three
     assert Queue("batch", connection=redis_client).started_job_registry.count == 3
     assert redis_client.exists(SET_ASIDE_PREFIX + intermediate) and not redis_client.exists(intermediate)
@@ -119,6 +111,18 @@ def test_jobs_taken_with_a_trip_go_back_when_their_intermediate_queue_turned_to_
     """A worker stopping before it started the jobs taken with its trip puts them back at the front of their
     queue, in order. Their intermediate queue, replaced by a hash meanwhile, holds none of them: the put-back
     leaves it to the maintenance pass and raises nothing (it raised WRONGTYPE after the entries were back)."""
+    handles, worker, (job, queue), intermediate = _trip_taken_then_its_intermediate_queue_made_a_hash(
+        producer, redis_client, settings, sample_namespace)
+    worker.queue_class.held.appendleft((job, queue))  # the job in hand goes back too, first
+    worker.put_back_held()
+    assert redis_client.lrange(queue.key, 0, -1) == [handle.job_id.encode() for handle in handles]
+    assert redis_client.hgetall(intermediate) == {b"a": b"hash"}
+
+
+def _trip_taken_then_its_intermediate_queue_made_a_hash(producer, redis_client, settings, sample_namespace):
+    """Three batch jobs enqueued and taken in one trip by a worker of both queues (not started); then their
+    queue's intermediate queue, which holds the three entries, replaced by a hash. The handles, the worker,
+    the job in hand with its queue, and the intermediate queue's key."""
     from rq import Queue
 
     from ferret.rq_layer.runner import build_worker
@@ -128,11 +132,9 @@ def test_jobs_taken_with_a_trip_go_back_when_their_intermediate_queue_turned_to_
     worker = build_worker(redis_client, settings, ["prefetch", "batch"])
     worker.queue_class.take_up_to = 3
     worker.register_birth()
-    job, queue = worker.dequeue_job_and_maintain_ttl(None)
+    taken = worker.dequeue_job_and_maintain_ttl(None)
     intermediate = Queue("batch", connection=redis_client).intermediate_queue_key
+    assert redis_client.llen(intermediate) == 3
     redis_client.delete(intermediate)
     redis_client.hset(intermediate, "a", "hash")
-    worker.queue_class.held.appendleft((job, queue))  # the job in hand goes back too, first
-    worker.put_back_held()
-    assert redis_client.lrange(queue.key, 0, -1) == [handle.job_id.encode() for handle in handles]
-    assert redis_client.hgetall(intermediate) == {b"a": b"hash"}
+    return handles, worker, taken, intermediate
