@@ -171,10 +171,13 @@ class ProducerRules:
         return found
 
     def status(self, job: JobHandle | str) -> Step[JobState]:
-        """Ferret's final status and RQ's state of the job, as two fields."""
+        """Ferret's final status and RQ's state of the job, as two fields. RQ's state is read first: a job's
+        result is written before RQ forgets the job, so a job that ends between the two reads is seen with
+        its result. Read the other way round, it was seen with neither (no result yet, no RQ job any more):
+        a job that had just finished looked like no job at all."""
         job_id = job_id_of(job)
-        found = yield from self.result(job_id)
         state = yield from job_state(job_id)
+        found = yield from self.result(job_id)
         return JobState(job_id, found.status if found is not None else None, state)
 
     def trace(self, job: JobHandle | str) -> Step[dict[str, Any]]:

@@ -180,3 +180,29 @@ def test_reading_a_conversations_newest_context_is_one_script_and_the_version():
 
     found, asked = play(ConversationRules(RULES).context_for("ns", "chat"), pending)
     assert found is None and [_command(op) for op in asked] == ["Eval", "GETRANGE"]
+
+
+def test_a_job_that_ends_between_the_status_reads_is_seen_with_its_result():
+    """The job finishes right after the rule's first read: its result written, then RQ's job forgotten (the
+    worker's order). Whichever read comes first, the status says one of the two, never neither."""
+    from ferret.contract import RetrievalResult, Timestamps
+    from ferret.results import stored_result
+
+    job_id = "fr-r-" + "f" * 32
+    stored = stored_result(RetrievalResult(job_id=job_id, namespace="ns", queue="batch", status="ok",
+                                           timestamps=Timestamps(enqueued_at=990.0, deadline_at=995.0,
+                                                                 finished_at=991.0)), RULES.signing_key)
+    world = {"result": b"", "rq": [b"started", 1]}  # running: no result yet, RQ's job started
+    reads = 0
+
+    def answer(op: Any) -> Any:
+        nonlocal reads
+        reply = world["rq"] if isinstance(op, Batch) else {"GETRANGE": world["result"]}[op.args[0]]
+        reads += 1
+        if reads == 1:  # the job ends now: its result, then RQ's success (the job hash deleted)
+            world["result"], world["rq"] = stored, [None, 0]
+        return reply
+
+    state, asked = play(RULES.status(job_id), answer)
+    assert len(asked) == 2
+    assert state.status == "ok" or state.rq_state is not None, state
