@@ -83,6 +83,8 @@ def run(jobs: int = 200, healthy_jobs: int = 100, unguarded_jobs: int = 10) -> d
         "hung_jobs": jobs,
         "hung_timeouts": sum(r.stats.rerank == "timeout" for r in hung),
         "hung_skipped": len(opened),
+        # the hung job (from 0, in queue order) whose call was first skipped: the one after breaker.failures
+        "hung_first_skipped": next((n for n, r in enumerate(hung) if r.stats.rerank == "circuit_open"), None),
         "hung_p50_ms": _p50(_ms(hung)),
         "open_p50_ms": open_p50,
         "open_over_healthy": round(open_p50 / healthy_p50, 3),

@@ -8,6 +8,10 @@ from ferret.bench.breaker import run
 def test_the_breaker_benchmark_trips_skips_and_recovers(redis_server):
     report = run(jobs=12, healthy_jobs=4, unguarded_jobs=2)
     assert report["all_ok"]
-    assert report["hung_timeouts"] == 5 and report["hung_skipped"] == 7  # breaker.failures defaults to 5
+    # breaker.failures defaults to 5: five calls time out, and the circuit skips the sixth job's call. The
+    # rest are skipped while the circuit stays open (10 s); a machine so loaded that the last jobs run after
+    # that lets one call through again, which times out and opens it again (seen once in CI: 6 and 6)
+    assert report["hung_first_skipped"] == 5
+    assert report["hung_timeouts"] + report["hung_skipped"] == 12 and report["hung_skipped"] >= 1
     assert report["unguarded_p50_ms"] >= 1000  # every unguarded job waited the re-rank timeout
     assert report["recovered_rerank"] == 20 and report["breaker_keys_left"] == []
