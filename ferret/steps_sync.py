@@ -133,12 +133,10 @@ class SyncSteps:
             for number, (index, start) in enumerate(spans):
                 end = spans[number + 1][1] if number + 1 < len(spans) else len(results)
                 replies[index] = results[start:end] if isinstance(asked[index], Batch) else results[start]
-            unloaded = {index: op for index in indexes
-                        if isinstance(op := asked[index], Eval) and isinstance(replies[index], NoScriptError)}
-            if unloaded:
-                replies.update(self._again_loaded(client, unloaded))
-            refused: dict[int, Op] = {index: op for index in indexes
-                       if not isinstance(op := asked[index], Batch) and _refused_for_memory(replies[index])}
+            sent = {index: asked[index] for index in indexes}
+            self._missing_scripts_loaded(client, sent, replies)
+            refused: dict[int, Op] = {index: op for index, op in sent.items()
+                                      if not isinstance(op, Batch) and _refused_for_memory(replies[index])}
             if refused:
                 replies.update(self._once_there_is_room(client, refused))
         for index, seen in copies.items():
@@ -179,13 +177,18 @@ class SyncSteps:
             refusals += 1
             patience.wait_for_room(refusals)
             replies.update(self._resent(client, ops))
-            unloaded = {index: op for index, op in ops.items()
-                        if isinstance(op, Eval) and isinstance(replies[index], NoScriptError)}
-            if unloaded:
-                replies.update(self._again_loaded(client, unloaded))
+            self._missing_scripts_loaded(client, ops, replies)
             ops = {index: op for index, op in ops.items() if _refused_for_memory(replies[index])}
         patience.has_room()
         return replies
+
+    def _missing_scripts_loaded(self, client: Any, ops: Mapping[int, Op], replies: dict[int, Any]) -> None:
+        """The scripts among ``ops`` that answered ``NOSCRIPT`` in ``replies``, sent again with their scripts
+        loaded (``_again_loaded``); their new replies put in ``replies``."""
+        unloaded = {index: op for index, op in ops.items()
+                    if isinstance(op, Eval) and isinstance(replies[index], NoScriptError)}
+        if unloaded:
+            replies.update(self._again_loaded(client, unloaded))
 
     def _again_loaded(self, client: Any, evals: dict[int, Eval]) -> dict[int, Any]:
         """Scripts a round found missing, sent again in a pipeline of their own; each one's reply.
