@@ -51,7 +51,7 @@ import redis
 from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from redis.connection import AbstractConnection as SyncConnection
 
-from ferret.bench.common import cpu_seconds, percentile, private_redis, stop_processes, wait_for_workers
+from ferret.bench.common import cpu_seconds, outside_env, percentile, private_redis, stop_processes, wait_for_workers
 from ferret.bench.locomo import load
 from ferret.bench.loop_stall import StallMeter
 from ferret.producer.api import AsyncClient
@@ -187,7 +187,7 @@ def run(data: Path, agents: int = 100, turns: int = 10, periods: tuple[float, ..
     with tempfile.TemporaryDirectory(prefix="ferret-bench-agents-") as tmp:
         server = private_redis(Path(tmp))
         environ = {"FERRET_REDIS__URL": server.url}
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")}, **environ,
+        env = {**outside_env(), **environ,
                **(settings_env or {})}
         sync = redis.Redis.from_url(server.url)
         processes = [subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=env,

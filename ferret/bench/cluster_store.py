@@ -21,7 +21,6 @@ Redis and its own worker (``--worker-class simple``):
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from ferret import keys
-from ferret.bench.common import percentile, wait_or_kill
+from ferret.bench.common import outside_env, percentile, wait_or_kill
 from ferret.bench.redis_cluster import RedisClusterSet, free_port
 from ferret.bench.scale import Corpus
 from ferret.errors import BackendError
@@ -141,7 +140,7 @@ class _Side:
     def __init__(self, name: str, store_url: str, workdir: Path) -> None:
         self.name = name
         self.queue = EmbeddedRedis(workdir / f"queue-{name}", port=free_port()).start()
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
+        self.env = {**outside_env(),
                     "FERRET_REDIS__URL": self.queue.url, "FERRET_BACKEND__LOCAL__STORE_URL": store_url}
         self.client = client_for(self.queue.url)
         self.store = client_for(store_url)

@@ -32,17 +32,28 @@ def summary_ms(seconds: list[float]) -> dict[str, float]:
             "p99_ms": round(percentile(ms, 99), 3), "n": len(ms)}
 
 
+def outside_env() -> dict[str, str]:
+    """This process's environment without Ferret's settings (``FERRET_*``): a bench's processes get only the
+    settings the bench gives them."""
+    return {name: value for name, value in os.environ.items() if not name.startswith("FERRET_")}
+
+
+def _cpu_ticks(pid: int, fields: int) -> float:
+    """The first ``fields`` CPU times of a process's /proc stat (user, system, then its waited-for children's
+    user, system), in seconds."""
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(value) for value in stat[11:11 + fields]) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid: int) -> float:
     """A process's user + system CPU time, its threads included (Linux's /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return _cpu_ticks(pid, 2)
 
 
 def tree_cpu_seconds(pid: int) -> float:
     """A process's CPU time with its children's: those it has waited for (a forking worker's finished work
     horses) and those still running (a kept horse), theirs counted the same way."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    total = sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    total = _cpu_ticks(pid, 4)
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             children = (task / "children").read_text().split()

@@ -13,7 +13,6 @@ the rounds, and each forking worker's CPU a job over the simple worker's.
 
 from __future__ import annotations
 
-import os
 import statistics
 import tempfile
 import time
@@ -21,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ferret.bench.common import start_workers, stop_processes, tree_cpu_seconds
+from ferret.bench.common import outside_env, start_workers, stop_processes, tree_cpu_seconds
 from ferret.bench.overhead import NAMESPACE, NO_CACHE, corpus_server
 from ferret.bench.scale import Corpus
 from ferret.producer.client import Producer
@@ -52,7 +51,7 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     outcomes: dict[str, Counter[str]] = {name: Counter() for name in WORKERS}
     with tempfile.TemporaryDirectory(prefix="ferret-bench-horses-") as home:
         server, client = corpus_server(Path(home), corpus, memories)
-        base = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
+        base = {**outside_env(),
                 "FERRET_REDIS__URL": server.url, **NO_CACHE}
         producer = Producer(client, load_settings(environ=base))
         try:

@@ -22,7 +22,6 @@ most 2x).
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import tempfile
 import time
@@ -31,7 +30,7 @@ from typing import Any
 
 import redis
 
-from ferret.bench.common import cpu_seconds, private_redis, start_workers, stop_processes
+from ferret.bench.common import cpu_seconds, outside_env, private_redis, start_workers, stop_processes
 from ferret.bench.scale import Corpus
 from ferret.producer.batch import run_batch
 from ferret.producer.client import Producer
@@ -51,7 +50,7 @@ def _own_cpu() -> float:
 
 class _Service:
     def __init__(self, url: str, server_pid: int, workers: int, jobs_per_trip: int | None = None) -> None:
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
+        self.env = {**outside_env(),
                     "FERRET_REDIS__URL": url, **NO_CACHE,
                     **({"FERRET_SERVICE__JOBS_PER_TRIP": str(jobs_per_trip)} if jobs_per_trip else {})}
         self.client = redis.Redis.from_url(url)

@@ -22,7 +22,6 @@ first enqueue to the last result), medians over the rounds, and each system's wo
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from typing import Any
 
 import redis
 
-from ferret.bench.common import cpu_seconds, start_workers, stop_processes
+from ferret.bench.common import cpu_seconds, outside_env, start_workers, stop_processes
 from ferret.bench.overhead import NAMESPACE, NO_CACHE, corpus_server, load_corpus
 from ferret.bench.peer_work import ARQ_WORKER, NAMESPACE_VARIABLE
 from ferret.bench.scale import Corpus
@@ -132,7 +131,7 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ferret-queue-peers-") as home:
         server, client = corpus_server(Path(home), corpus, memories)
         assert server.process is not None
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
+        env = {**outside_env(),
                "FERRET_REDIS__URL": server.url, NAMESPACE_VARIABLE: NAMESPACE, **NO_CACHE}
         systems: list[_System] = []
         try:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ferret.bench.common import percentile, private_redis, wait_or_kill
+from ferret.bench.common import outside_env, percentile, private_redis, wait_or_kill
 from ferret.errors import ResultTimeout
 from ferret.producer.client import Producer
 from ferret.records import Memory
@@ -135,7 +135,7 @@ def size_run(size: int, queries: int, writes: int, workdir: Path,
             out.write(memory.model_dump_json(exclude_none=True) + "\n")
     server = private_redis(workdir / f"redis-{size}")
     try:
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
+        env = {**outside_env(),
                "FERRET_REDIS__URL": server.url, **(settings_env or {})}
         row: dict[str, Any] = {"memories": size, **_ingest(source, "scale", env)}
         source.unlink()
@@ -173,7 +173,7 @@ def tenants_run(tenants: int, per_tenant: int, bound_mb: int, queries: int, work
     corpus = Corpus(seed=5)
     server = private_redis(workdir / "redis-tenants")
     try:
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FERRET_")},
+        env = {**outside_env(),
                "FERRET_REDIS__URL": server.url, "FERRET_BACKEND__LOCAL__INDEX_MEMORY_MB": str(bound_mb)}
         client = client_for(server.url)
         for t in range(tenants):
