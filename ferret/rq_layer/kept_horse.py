@@ -107,13 +107,20 @@ class KeptHorse:
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]
         finally:
-            horse = self._ferret_horse
-            if horse is not None and horse.busy:
-                self._detach_horse(horse)
+            if self._ferret_horse is not None and self._ferret_horse.busy:
+                self._detach_horse()
 
-    def _detach_horse(self, horse: _Horse) -> None:
-        self._ferret_horse = None
-        _close(horse)  # end of file after its job: it exits
+    def _let_go(self) -> _Horse | None:
+        """The kept horse, no longer the worker's: its pipe closed, so it exits at its next read (after the job
+        it runs, if any); None when there is none."""
+        horse, self._ferret_horse = self._ferret_horse, None
+        if horse is not None:
+            _close(horse)
+        return horse
+
+    def _detach_horse(self) -> None:
+        horse = self._let_go()
+        assert horse is not None
         if self._ferret_detached is None:
             self._ferret_detached = []
         self._ferret_detached.append(horse.pid)
@@ -130,9 +137,8 @@ class KeptHorse:
         horse = self._ferret_horse
         if horse is not None and horse.served >= self.ferret_jobs_per_horse:
             self._retire_horse()
-        elif horse is not None and _exited(horse.pid):
-            self._ferret_horse = None  # exited between two jobs (killed from outside), and now reaped
-            _close(horse)
+        elif horse is not None and _exited(horse.pid):  # between two jobs (killed from outside), now reaped
+            self._let_go()
         if self._ferret_horse is None:
             self._ferret_horse = self._fork_kept_horse()
         return self._ferret_horse
@@ -164,9 +170,8 @@ class KeptHorse:
     def _reap_horse(self) -> tuple[int | None, int | None, Any]:
         """The kept horse's exit (it is gone or going), waited for; the worker forks a new one for its next
         job."""
-        horse, self._ferret_horse = self._ferret_horse, None
+        horse = self._let_go()
         assert horse is not None
-        _close(horse)
         pid = status = rusage = None
         with contextlib.suppress(ChildProcessError):
             pid, status, rusage = os.wait4(horse.pid, 0)
@@ -175,22 +180,19 @@ class KeptHorse:
     def _retire_horse(self) -> None:
         """Let the kept horse go: its pipe closed, it exits (it is between two jobs); killed if it has not
         within ``RETIRE_SECONDS``."""
-        horse, self._ferret_horse = self._ferret_horse, None
+        horse = self._let_go()
         if horse is None:
             return
-        _close(horse)
         ends_by = time.monotonic() + RETIRE_SECONDS
-        try:
-            while os.waitpid(horse.pid, os.WNOHANG)[0] == 0:
-                if time.monotonic() > ends_by:
-                    logger.warning("worker %s: work horse %s did not exit when let go; killed", self.name, horse.pid)
-                    with contextlib.suppress(OSError):
-                        os.killpg(horse.pid, signal.SIGKILL)
+        while not _exited(horse.pid):
+            if time.monotonic() > ends_by:
+                logger.warning("worker %s: work horse %s did not exit when let go; killed", self.name, horse.pid)
+                with contextlib.suppress(OSError):
+                    os.killpg(horse.pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
                     os.waitpid(horse.pid, 0)
-                    return
-                time.sleep(0.005)
-        except ChildProcessError:  # already reaped
-            return
+                return
+            time.sleep(0.005)
 
     def _fork_kept_horse(self) -> _Horse:
         requests_read, requests_write = os.pipe()
