@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 from ferret.worker.fakes.nous_server import nous_env
+from tests.conftest import wait_until
 from tests.timing import scaled
 
 
@@ -31,11 +31,8 @@ def _gone(pid: int) -> bool:
     return state == "Z"  # exited, waiting for its parent (or init) to reap it
 
 
-def _until(condition, seconds: float, what: str) -> None:
-    ends = time.monotonic() + scaled(seconds)
-    while not condition():
-        assert time.monotonic() < ends, f"not within {scaled(seconds):.0f} s: {what}"
-        time.sleep(0.05)
+def _started(redis_client, job_id: str) -> bool:
+    return (redis_client.hget(f"rq:job:{job_id}", "status") or b"") == b"started"
 
 
 def _one_after_another(producer, namespace: str, count: int) -> list:
@@ -83,8 +80,7 @@ def test_a_job_that_kills_its_horse_ends_failed_and_the_next_job_gets_a_fresh_ho
     horse = _ran_in(first)
     sample_nous.slow_first = 1  # the next search hangs: the job is running in the horse when it dies
     handle = producer.enqueue({"query": "SOL funding", "queue": "batch", "deadline_seconds": 60})
-    _until(lambda: (redis_client.hget(f"rq:job:{handle.job_id}", "status") or b"") == b"started", 20,
-           "the job started")
+    assert wait_until(lambda: _started(redis_client, handle.job_id), scaled(20)), "the job started"
     assert _children(parent.pid) == [horse], "the job runs in the horse that ran the first"
     os.kill(horse, signal.SIGKILL)
     killed = producer.wait(handle, scaled(20))
@@ -99,7 +95,7 @@ def test_a_horse_killed_between_two_jobs_costs_no_job(producer, start_workers, s
     (parent,) = start_workers(1, "--worker-class", "fork")
     horse = _kept_horse(producer, sample_namespace, parent.pid)
     os.kill(horse, signal.SIGKILL)
-    _until(lambda: _gone(horse), 10, "the horse killed")
+    assert wait_until(lambda: _gone(horse), scaled(10)), "the horse killed"
     results = _one_after_another(producer, sample_namespace, 3)  # each ok: none is taken for the dead horse's
     assert {_ran_in(result) for result in results} - {horse, parent.pid}
 
@@ -109,7 +105,7 @@ def test_a_stopped_worker_lets_its_horse_go(producer, start_workers, sample_name
     horse = _kept_horse(producer, sample_namespace, parent.pid)
     parent.send_signal(signal.SIGTERM)
     assert parent.wait(timeout=scaled(30)) == 0
-    _until(lambda: _gone(horse), 10, "the horse gone with its worker")
+    assert wait_until(lambda: _gone(horse), scaled(10)), "the horse gone with its worker"
 
 
 def test_a_worker_killed_outright_leaves_no_horse_behind(producer, start_workers, sample_namespace):
@@ -117,7 +113,7 @@ def test_a_worker_killed_outright_leaves_no_horse_behind(producer, start_workers
     horse = _kept_horse(producer, sample_namespace, parent.pid)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
-    _until(lambda: _gone(horse), 10, "the horse, its pipe closed, exits by itself")
+    assert wait_until(lambda: _gone(horse), scaled(10)), "the horse, its pipe closed, exits by itself"
 
 
 def test_a_watch_cut_short_lets_the_horse_go_with_its_job_and_the_next_job_gets_its_own(
@@ -163,11 +159,10 @@ def test_a_worker_stopped_mid_job_lets_the_job_finish_then_its_horse_go(producer
     (parent,) = start_workers(1, "--worker-class", "fork", extra_env={
         **nous_env(sample_nous, timeout_seconds=60), "FERRET_PIPELINE__TIMEOUT_SECONDS": "60"})
     handle = producer.enqueue({"query": "BTC thesis", "queue": "batch", "deadline_seconds": 60})
-    _until(lambda: (redis_client.hget(f"rq:job:{handle.job_id}", "status") or b"") == b"started", 20,
-           "the job started")
+    assert wait_until(lambda: _started(redis_client, handle.job_id), scaled(20)), "the job started"
     (horse,) = _children(parent.pid)
     parent.send_signal(signal.SIGTERM)
     result = producer.wait(handle, scaled(30))
     assert result is not None and result.status == "ok" and _ran_in(result) == horse
     assert parent.wait(timeout=scaled(30)) == 0
-    _until(lambda: _gone(horse), 10, "the horse gone with its worker")
+    assert wait_until(lambda: _gone(horse), scaled(10)), "the horse gone with its worker"
