@@ -140,8 +140,7 @@ class _Side:
     def __init__(self, name: str, store_url: str, workdir: Path) -> None:
         self.name = name
         self.queue = EmbeddedRedis(workdir / f"queue-{name}", port=free_port()).start()
-        self.env = {**outside_env(),
-                    "FERRET_REDIS__URL": self.queue.url, "FERRET_BACKEND__LOCAL__STORE_URL": store_url}
+        self.env = {**outside_env(), "FERRET_REDIS__URL": self.queue.url, "FERRET_BACKEND__LOCAL__STORE_URL": store_url}
         self.client = client_for(self.queue.url)
         self.store = client_for(store_url)
         self.producer = Producer(self.client, load_settings(environ=self.env))

@@ -51,8 +51,7 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     outcomes: dict[str, Counter[str]] = {name: Counter() for name in WORKERS}
     with tempfile.TemporaryDirectory(prefix="ferret-bench-horses-") as home:
         server, client = corpus_server(Path(home), corpus, memories)
-        base = {**outside_env(),
-                "FERRET_REDIS__URL": server.url, **NO_CACHE}
+        base = {**outside_env(), "FERRET_REDIS__URL": server.url, **NO_CACHE}
         producer = Producer(client, load_settings(environ=base))
         try:
             names = list(WORKERS)

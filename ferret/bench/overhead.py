@@ -50,8 +50,7 @@ def _own_cpu() -> float:
 
 class _Service:
     def __init__(self, url: str, server_pid: int, workers: int, jobs_per_trip: int | None = None) -> None:
-        self.env = {**outside_env(),
-                    "FERRET_REDIS__URL": url, **NO_CACHE,
+        self.env = {**outside_env(), "FERRET_REDIS__URL": url, **NO_CACHE,
                     **({"FERRET_SERVICE__JOBS_PER_TRIP": str(jobs_per_trip)} if jobs_per_trip else {})}
         self.client = redis.Redis.from_url(url)
         self.server_pid = server_pid

@@ -131,8 +131,7 @@ def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ferret-queue-peers-") as home:
         server, client = corpus_server(Path(home), corpus, memories)
         assert server.process is not None
-        env = {**outside_env(),
-               "FERRET_REDIS__URL": server.url, NAMESPACE_VARIABLE: NAMESPACE, **NO_CACHE}
+        env = {**outside_env(), "FERRET_REDIS__URL": server.url, NAMESPACE_VARIABLE: NAMESPACE, **NO_CACHE}
         systems: list[_System] = []
         try:
             systems.append(_ferret("ferret", env, client))

@@ -135,8 +135,7 @@ def size_run(size: int, queries: int, writes: int, workdir: Path,
             out.write(memory.model_dump_json(exclude_none=True) + "\n")
     server = private_redis(workdir / f"redis-{size}")
     try:
-        env = {**outside_env(),
-               "FERRET_REDIS__URL": server.url, **(settings_env or {})}
+        env = {**outside_env(), "FERRET_REDIS__URL": server.url, **(settings_env or {})}
         row: dict[str, Any] = {"memories": size, **_ingest(source, "scale", env)}
         source.unlink()
         client = client_for(server.url)
@@ -173,8 +172,8 @@ def tenants_run(tenants: int, per_tenant: int, bound_mb: int, queries: int, work
     corpus = Corpus(seed=5)
     server = private_redis(workdir / "redis-tenants")
     try:
-        env = {**outside_env(),
-               "FERRET_REDIS__URL": server.url, "FERRET_BACKEND__LOCAL__INDEX_MEMORY_MB": str(bound_mb)}
+        env = {**outside_env(), "FERRET_REDIS__URL": server.url,
+               "FERRET_BACKEND__LOCAL__INDEX_MEMORY_MB": str(bound_mb)}
         client = client_for(server.url)
         for t in range(tenants):
             MemoryStore(client, f"t{t}").upsert(corpus.memories(per_tenant))
