@@ -51,15 +51,37 @@ def test_killed_worker_job_is_rerun_by_another(producer, start_workers, redis_cl
 
 
 def test_killed_worker_job_past_its_deadline_ends_failed(producer, start_workers, redis_client, sample_nous):
+    """The victim's key is gone and the job's deadline (+ grace) has passed before any reaper looks: the
+    job ends failed as lost, not re-run. (A reaper that looked while the dead worker's key still lived
+    would, rightly, see a live worker overrunning; which of the two came first was a race on seconds.)"""
+    from rq.job import Job
+    from rq.serializers import JSONSerializer
+
+    from ferret.envelope import deadline_of
+
     sample_nous.slow_first, sample_nous.delay = 1, 30.0
-    start_workers(2, extra_env=_env(sample_nous))
+    start_workers(1, extra_env=_env(sample_nous))
     handle = producer.enqueue({"query": "BTC thesis", "deadline_seconds": 2})
     victim = _worker_running(redis_client, handle.job_id)
     os.kill(_pid_of(redis_client, victim), signal.SIGKILL)
-    result = producer.wait(handle, 30)
+    job = Job.fetch(handle.job_id, connection=redis_client, serializer=JSONSerializer)
+    deadline = deadline_of(job.args[0])
+    assert deadline is not None
+    overdue_at = deadline + 2.0 + 1  # hard_timeout_grace_seconds' default, + the reaper's 1 s
+    until = time.monotonic() + scaled(30)
+    while redis_client.exists(f"rq:worker:{victim}") or _redis_now(redis_client) <= overdue_at:
+        assert time.monotonic() < until, "the victim's key never expired"
+        time.sleep(0.1)
+    start_workers(1, extra_env=_env(sample_nous), wait=False)  # its reaper judges the job: lost, overdue
+    result = producer.wait(handle, scaled(30))
     assert result is not None and result.status == "failed"
-    assert "worker lost" in result.error
-    assert result.timestamps.finished_at - result.timestamps.deadline_at < 10
+    assert "worker lost" in result.error and "deadline passed" in result.error
+    assert result.timestamps.finished_at >= overdue_at
+
+
+def _redis_now(redis_client) -> float:
+    seconds, micros = redis_client.time()
+    return seconds + micros / 1e6
 
 
 def test_killed_work_horse_ends_failed_at_once(producer, start_workers, redis_client, sample_nous):
