@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from ferret.cli.options import settings_of
-from ferret.rq_layer.worker_classes import WORKER_CLASSES
 
 DEFAULT_OUT = Path("bench-results")
 
@@ -304,7 +303,7 @@ def queue_peers(jobs: int, rounds: int, memories: int) -> None:
               help="Busy processes taking the CPU meanwhile.")
 @click.option("--load", default=1.0, show_default=True, type=click.FloatRange(0.05, 10),
               help="Send rate as a share of the measured capacity.")
-@click.option("--worker-class", default="simple", show_default=True, type=click.Choice(WORKER_CLASSES),
+@click.option("--worker-class", default="simple", show_default=True, type=click.Choice(["simple", "fork"]),
               help="The two workers' class.")
 @click.option("--memories", default=10_000, show_default=True, type=click.IntRange(1),
               help="Memories in the namespace.")

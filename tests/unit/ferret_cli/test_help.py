@@ -33,3 +33,16 @@ def test_batch_help_shows_an_input_line_and_an_output_line():
     shown = CliRunner().invoke(cli, ["batch", "--help"]).output
     assert '{"query": "when is the dinner with Anna?", "namespace": "alice",' in shown
     assert '{"line":1,"job_id":"fr-r-...","request_id":"q-17","status":"ok",' in shown
+
+
+def test_loading_the_command_line_imports_neither_the_worker_nor_rq():
+    """``ferret --help`` and every client command load the command line: the worker's modules and RQ (a
+    second of CPU before anything runs) are imported by the commands that run a worker, not by all."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; import ferret.cli.main; "
+             "print(sorted(m for m in sys.modules if m.startswith(('ferret.worker', 'ferret.rq_layer', 'rq')) "
+             "and m != 'ferret.rq_layer'))")
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "[]", imported.stdout
