@@ -24,7 +24,7 @@ import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -38,13 +38,15 @@ from ferret.steps import Step
 from ferret.worker.backends.base import Backend
 from ferret.worker.backends.change_log import ChangeLog, write_step
 from ferret.worker.backends.filtering import matches
-from ferret.worker.backends.index_registry import IndexRegistry, Readiness, parse_memories
 from ferret.worker.backends.linking import linked_hits, neighbour_scores
-from ferret.worker.backends.tantivy_index import MemoryIndex
 from ferret.worker.backends.word_family import word_family_search
 from ferret.worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
-from ferret.worker.semantic.embedders import Embedder
-from ferret.worker.semantic.vectors import DimensionMismatch
+
+if TYPE_CHECKING:  # the search engine, imported by what searches: a process that only writes memories
+    # (an agent's ``remember``, ``ferret ingest``) does not load tantivy, numpy or an HTTP client
+    from ferret.worker.backends.index_registry import IndexRegistry, Readiness
+    from ferret.worker.backends.tantivy_index import MemoryIndex
+    from ferret.worker.semantic.embedders import Embedder
 
 # Memories per write script (a Lua call's arguments are bounded).
 WRITE_BATCH = 1000
@@ -146,6 +148,8 @@ class LocalBackend:
         """The memories whose embeddings are nearest the query's (one embeddings call, one read)."""
         if self._registry is None or self._embedder is None:
             return []
+        from ferret.worker.semantic.vectors import DimensionMismatch
+
         vector = self._embedder.embed([query], timeout)
         try:
             found = self._registry.nearest(self._namespace, vector, limit * 2)  # filters may drop some
@@ -196,6 +200,8 @@ class LocalBackend:
             raw = self._client.hmget(keys.memories(self._namespace), ids)
         except redis.RedisError as exc:
             raise BackendUnavailable("local", f"memory store unreachable: {exc}") from exc
+        from ferret.worker.backends.index_entry import parse_memories
+
         found, _ = parse_memories(raw, ids)
         return {m.id: m for m in found}
 
@@ -251,6 +257,8 @@ class LocalBackends:
                  store_url: str | None = None, embedder: Embedder | None = None) -> None:
         """``client`` and ``store_url``: the memory store's (a builder process is
         given the URL)."""
+        from ferret.worker.backends.index_registry import IndexRegistry
+
         self.client = client
         self.embedder = embedder
         self.local = local or LocalSettings()

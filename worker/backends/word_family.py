@@ -8,10 +8,13 @@ for it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ferret.records import Filters, Memory
-from ferret.worker.backends.tantivy_index import MemoryIndex
 from ferret.worker.backends.tokens import tokenize
+
+if TYPE_CHECKING:
+    from ferret.worker.backends.tantivy_index import MemoryIndex
 
 MIN_STEM = 3  # shorter words begin too many others
 FAMILY_MEMORIES = 50  # memories read to find the family's words

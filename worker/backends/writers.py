@@ -23,8 +23,6 @@ from ferret.errors import NamespaceNotServed
 from ferret.records import Memory
 from ferret.settings import Settings
 from ferret.worker.backends.local import MemoryStore
-from ferret.worker.backends.nous import NAME, NousBackend
-from ferret.worker.semantic.embedders import embedder_for
 
 
 class MemoryWriter(Protocol):
@@ -37,6 +35,8 @@ class NousWriter:
     """Puts and deletes nodes on the namespace's Nous server, then bumps its counter."""
 
     def __init__(self, settings: Settings, client: redis.Redis, namespace: str) -> None:
+        from ferret.worker.backends.nous import NAME, NousBackend  # its HTTP client, for a Nous namespace only
+
         url = settings.backend.nous.url_for(namespace)
         if url is None:
             raise NamespaceNotServed(NAME, f"no Nous server for namespace {namespace!r}")
@@ -88,5 +88,10 @@ def writer_for(settings: Settings, store: redis.Redis, namespace: str) -> Memory
     if settings.backend.kind == "nous":
         return NousWriter(settings, store, namespace)
     local = settings.backend.local
-    return MemoryStore(store, namespace, local.change_log_length, embedder_for(settings.semantic),
+    embedder = None
+    if settings.semantic.enabled:  # numpy and the embedder's client, for a semantic retriever only
+        from ferret.worker.semantic.embedders import embedder_for
+
+        embedder = embedder_for(settings.semantic)
+    return MemoryStore(store, namespace, local.change_log_length, embedder,
                        local.store_min_replicas_acked, local.store_replica_ack_timeout_ms)

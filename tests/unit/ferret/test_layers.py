@@ -29,6 +29,16 @@ def test_importing_it_imports_no_worker_module(module):
     assert imported.stdout.strip() == "[]", imported.stdout
 
 
+@pytest.mark.parametrize("module", ["ferret.worker.backends.writers", "ferret.worker.backends.local"])
+def test_a_process_that_only_writes_memories_loads_no_search_engine(module):
+    """An agent's ``remember`` and ``ferret ingest`` write through these: tantivy, numpy and the HTTP client
+    (about 0.3 s of CPU and their memory) are loaded by what searches, embeds or speaks to Nous."""
+    probe = ("import sys, importlib; importlib.import_module(sys.argv[1]); "
+             "print(sorted(m for m in ('tantivy', 'numpy', 'httpx') if m in sys.modules))")
+    imported = subprocess.run([sys.executable, "-c", probe, module], capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "[]", imported.stdout
+
+
 def _modules() -> dict[str, str]:
     """Every installed module's dotted name and its source."""
     found = {}
