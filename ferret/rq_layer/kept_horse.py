@@ -20,6 +20,14 @@ state, its caches are the ones the simple worker keeps across jobs too.
 Each job's id reaches the horse through the pipe (with its queue, its execution record's id and whether its
 entry is in the queue's intermediate queue), and the horse reads the job's hash again as the untrusted
 input it is (``take_entry``): one round trip, where RQ's fresh horse had the job in the memory it forked.
+
+A job's answer carries its result: the horse sends the result's JSON (and its trace when spans are
+exported) after the byte, and the worker's observers (metrics, the log line, span export) hear of the job
+from it, where a horse's worker read the result back from Redis (a round trip, the result inflated and
+checked again: ~19% of the worker's own samples). The answer is kept once read: RQ's monitor interrupts the
+worker's wait with its timer to send heart-beats, and an interruption that lands just after the read would
+otherwise lose the answer (the worker then waited on a horse idle between two jobs, until the job's hard
+limit + 60 s had it killed). The rest of an answer is read with the timer's signal held.
 """
 
 from __future__ import annotations
@@ -32,22 +40,29 @@ import logging
 import os
 import random
 import signal
+import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+import orjson
 from rq.executions import Execution
 from rq.job import Job
 from rq.queue import Queue
 
+from ferret.result_json import result_json
 from ferret.rq_layer.bookkeeping import PARKED, parked
+from ferret.rq_layer.entry import report_of
 from ferret.rq_layer.gc_pacing import between_jobs
 from ferret.rq_layer.intake import NOT_THE_ENTRY, take_entry
 
 logger = logging.getLogger(__name__)
 
-RAN = b"0"  # the job ran (RQ recorded its success or failure)
+RAN = b"0"  # the job ran (RQ recorded its success or failure); the worker reads its result back
+REPORTED = b"1"  # the job ran, and its result (and trace) follow (``_report_bytes``)
 UNREADABLE = b"2"  # the job's hash could not be read as a Ferret job: nothing ran
+_LENGTH = struct.Struct(">I")
 RETIRE_SECONDS = 30.0  # a horse let go finishes its exit within this, or is killed
 WAIT_STATUS_FAILED = 1 << 8  # what ``os.wait4`` gives for a process that exited with status 1
 
@@ -59,6 +74,13 @@ class _Horse:
     replies: int  # the worker reads a byte a job (end of file: the horse is gone)
     served: int = 0
     busy: bool = False  # a job was handed over and its answer not read yet
+    reply: bytes | None = None  # the job's answer byte, once read
+    report: tuple[bytes, bytes] | None = None  # a reported job's result and trace, once read
+    outcome: tuple[int | None, int | None, Any] | None = None  # ``wait_for_horse``'s answer, once known
+
+    def hand_over(self) -> None:
+        """A job was sent: nothing of its answer read yet."""
+        self.busy, self.reply, self.report, self.outcome = True, None, None, None
 
 
 class KeptHorse:
@@ -96,7 +118,8 @@ class KeptHorse:
                 self._reap_horse()
                 if attempt:
                     raise
-        horse.busy = True
+        horse.hand_over()
+        self._ferret_reported_job = job.id
         self._horse_pid = horse.pid
 
     def execute_job(self, job: Job, queue: Queue) -> Any:
@@ -153,19 +176,41 @@ class KeptHorse:
 
     def wait_for_horse(self) -> tuple[int | None, int | None, Any]:
         """Until the kept horse has run the job (as if a horse of its own had exited 0) or is gone (its exit
-        status). RQ's monitor wraps this in its timer, which interrupts the read to send heart-beats."""
+        status). RQ's monitor wraps this in its timer, which interrupts the read to send heart-beats; what
+        was read before an interruption is kept, so the call made after it goes on from there."""
         horse = self._ferret_horse
         if not self._kept() or horse is None:
             return super().wait_for_horse()  # type: ignore[misc, no-any-return]
-        reply = os.read(horse.replies, 1)
+        if horse.outcome is None:
+            horse.outcome = self._outcome(horse)
+        return horse.outcome
+
+    def _outcome(self, horse: _Horse) -> tuple[int | None, int | None, Any]:
+        if horse.reply is None:
+            horse.reply = os.read(horse.replies, 1)
+        if horse.reply == REPORTED and horse.report is None:
+            try:
+                with _timer_held():  # the rest is on its way (sent at once): read whole
+                    horse.report = _read_report(horse.replies)
+            except EOFError:  # the horse died sending it: the job had run; its result is read back
+                logger.warning("worker %s: work horse %s died while answering", self.name, horse.pid)
+                horse.reply = RAN
         horse.busy = False
-        if reply == RAN:
+        if horse.reply in (RAN, REPORTED):
             horse.served += 1
             return horse.pid, os.EX_OK, None
-        if reply == UNREADABLE:
+        if horse.reply == UNREADABLE:
             horse.served += 1
             return horse.pid, WAIT_STATUS_FAILED, None
         return self._reap_horse()
+
+    def piped_report(self, job: Job) -> tuple[bytes, bytes] | None:
+        """The result (and trace) the kept horse sent with ``job``'s answer; None when it sent none (the
+        result is then read back from Redis, as for RQ's own horse)."""
+        horse = self._ferret_horse
+        if horse is None or horse.report is None or getattr(self, "_ferret_reported_job", None) != job.id:
+            return None
+        return horse.report
 
     def _reap_horse(self) -> tuple[int | None, int | None, Any]:
         """The kept horse's exit (it is gone or going), waited for; the worker forks a new one for its next
@@ -234,12 +279,28 @@ class KeptHorse:
                 self.perform_job(job, queue, execution)  # type: ignore[attr-defined]
             except BaseException:  # RQ's horse exits 1 on anything perform_job lets out
                 os._exit(1)
+            answer = self._answer_for(job)
             between_jobs()
             try:
-                os.write(replies, RAN)
+                _write_all(replies, answer)
             except OSError as exc:  # the worker is gone
                 os._exit(0 if exc.errno == errno.EPIPE else 1)
         os._exit(0)
+
+    def _answer_for(self, job: Job) -> bytes:
+        """``REPORTED`` with the job's result (and its trace when spans are exported), when the run left a
+        report the worker's observers are to hear of; else ``RAN``."""
+        report = report_of(job)
+        if report is None or report.dropped or report.held:
+            return RAN
+        context = getattr(self, "ferret_context", None)
+        exported = context is not None and bool(context.settings.tracing.otlp_endpoint)
+        try:
+            return _report_bytes(result_json(report.result),
+                                 orjson.dumps(report.trace) if exported and report.trace else b"")
+        except Exception:  # the worker reads the result back instead
+            logger.exception("work horse %s: the report of job %s could not be sent", os.getpid(), job.id)
+            return RAN
 
     def _taken(self, line: bytes) -> tuple[Job, Queue, Execution] | None:
         """The job, queue and execution a request line names; None when the job cannot be read as a Ferret
@@ -291,3 +352,41 @@ def _close(horse: _Horse) -> None:
         horse.requests.close()
     with contextlib.suppress(OSError):
         os.close(horse.replies)
+
+
+def _report_bytes(result: bytes, trace: bytes) -> bytes:
+    return b"".join([REPORTED, _LENGTH.pack(len(result)), result, _LENGTH.pack(len(trace)), trace])
+
+
+def _read_report(fd: int) -> tuple[bytes, bytes]:
+    """A reported job's result and trace, read off the pipe (the ``REPORTED`` byte read already)."""
+    result = _read_exactly(fd, _LENGTH.unpack(_read_exactly(fd, _LENGTH.size))[0])
+    trace = _read_exactly(fd, _LENGTH.unpack(_read_exactly(fd, _LENGTH.size))[0])
+    return result, trace
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError("the work horse's pipe closed in the middle of an answer")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+@contextlib.contextmanager
+def _timer_held() -> Iterator[None]:
+    """RQ's monitor timer (``SIGALRM``) held back: a signal that comes meanwhile is delivered at the end."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)

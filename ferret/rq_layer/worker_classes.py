@@ -18,12 +18,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import redis
 from rq import Queue, SimpleWorker, Worker
 from rq.exceptions import StopRequested
 from rq.job import Job
 from rq.worker import WorkerStatus
 
+from ferret.contract import RetrievalResult
 from ferret.errors import JobRefused
 from ferret.redis_plumbing.redis_conn import REDIS_AWAY
 from ferret.repeated_lines import RepeatedLines
@@ -157,13 +159,24 @@ class _Observed(StopHandling, RedisAwayTolerant):
     def _record(self, job: Job) -> None:
         self.ferret_jobs_taken += 1
         try:
-            report = report_of(job) or self._stored_report(job)
+            report = report_of(job) or self._piped_report(job) or self._stored_report(job)
         except Exception:
             logger.exception("job=%s cannot read or write the result for its observers", job.id)
             return
         # A dropped late result was logged as dropped; a held one is reported when it is written.
         if report is not None and not report.dropped and not report.held:
             after_job(self.ferret_observers, report)
+
+    def _piped_report(self, job: Job) -> JobReport | None:
+        """The report a kept work horse sent with the job's answer (``ferret.rq_layer.kept_horse``)."""
+        piped = getattr(self, "piped_report", None)
+        sent = piped(job) if piped is not None else None
+        if sent is None:
+            return None
+        result, trace = sent
+        payload = job.args[0] if job.args else None
+        request = request_of(payload, self.ferret_context.settings.limits)
+        return JobReport(RetrievalResult.model_validate_json(result), request, orjson.loads(trace) if trace else None)
 
     def _stored_report(self, job: Job) -> JobReport | None:
         """The report of a job this process did not leave one for: a forked work horse's, read back

@@ -166,3 +166,34 @@ def test_a_worker_stopped_mid_job_lets_the_job_finish_then_its_horse_go(producer
     assert result is not None and result.status == "ok" and _ran_in(result) == horse
     assert parent.wait(timeout=scaled(30)) == 0
     assert wait_until(lambda: _gone(horse), scaled(10)), "the horse gone with its worker"
+
+
+def test_the_worker_hears_of_a_job_from_its_horse_not_by_reading_its_result_back(producer, start_workers,
+                                                                                 redis_client, sample_namespace):
+    """The horse sends the job's result with its answer; the worker's observers are fed from it, so nothing
+    reads the result back from Redis (what RQ's own horse needs: a round trip, the result inflated and checked
+    again). Every command Redis runs is watched (``MONITOR``) while two jobs run one after the other: the
+    worker takes the second only once it is done with the first, its observers included."""
+    import threading
+
+    start_workers(1, "--worker-class", "fork")
+    _one_after_another(producer, sample_namespace, 1)  # the horse is forked and its index open
+    seen: list[str] = []
+    with redis_client.monitor() as monitor:
+        def watch() -> None:
+            while "ECHO the-end" not in (command := monitor.next_command()["command"]):
+                seen.append(command)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        handles = []
+        for query in ("BTC thesis", "SOL funding"):
+            handles.append(producer.enqueue({"query": query, "namespace": sample_namespace, "queue": "batch"}))
+            assert wait_until(lambda: redis_client.exists(f"ferret:result:{handles[-1].job_id}"), scaled(30))
+        redis_client.echo("the-end")
+        watcher.join(scaled(10))
+    assert not watcher.is_alive()
+    first = handles[0].job_id
+    assert any(f"ferret:result:{first}" in command for command in seen), "the watch saw the result written"
+    assert [command for command in seen if command.startswith(("GET", "GETRANGE")) and first in command] == []
+    assert producer.result(first).status == "ok"
