@@ -58,6 +58,7 @@ def test_killed_worker_job_past_its_deadline_ends_failed(producer, start_workers
     from rq.serializers import JSONSerializer
 
     from ferret.envelope import deadline_of
+    from ferret.redis_plumbing.clock import RedisClock
 
     sample_nous.slow_first, sample_nous.delay = 1, 30.0
     start_workers(1, extra_env=_env(sample_nous))
@@ -68,8 +69,8 @@ def test_killed_worker_job_past_its_deadline_ends_failed(producer, start_workers
     deadline = deadline_of(job.args[0])
     assert deadline is not None
     overdue_at = deadline + 2.0 + 1  # hard_timeout_grace_seconds' default, + the reaper's 1 s
-    until = time.monotonic() + scaled(30)
-    while redis_client.exists(f"rq:worker:{victim}") or _redis_now(redis_client) <= overdue_at:
+    until, clock = time.monotonic() + scaled(30), RedisClock(redis_client)
+    while redis_client.exists(f"rq:worker:{victim}") or clock.time() <= overdue_at:
         assert time.monotonic() < until, "the victim's key never expired"
         time.sleep(0.1)
     start_workers(1, extra_env=_env(sample_nous), wait=False)  # its reaper judges the job: lost, overdue
@@ -77,11 +78,6 @@ def test_killed_worker_job_past_its_deadline_ends_failed(producer, start_workers
     assert result is not None and result.status == "failed"
     assert "worker lost" in result.error and "deadline passed" in result.error
     assert result.timestamps.finished_at >= overdue_at
-
-
-def _redis_now(redis_client) -> float:
-    seconds, micros = redis_client.time()
-    return seconds + micros / 1e6
 
 
 def test_killed_work_horse_ends_failed_at_once(producer, start_workers, redis_client, sample_nous):
