@@ -75,12 +75,13 @@ class _Horse:
     served: int = 0
     busy: bool = False  # a job was handed over and its answer not read yet
     reply: bytes | None = None  # the job's answer byte, once read
-    report: tuple[bytes, bytes] | None = None  # a reported job's result and trace, once read
+    job: str | None = None  # the id of the job handed over last
+    report: tuple[bytes, bytes] | None = None  # that job's result and trace, once read (when it sent them)
     outcome: tuple[int | None, int | None, Any] | None = None  # ``wait_for_horse``'s answer, once known
 
-    def hand_over(self) -> None:
-        """A job was sent: nothing of its answer read yet."""
-        self.busy, self.reply, self.report, self.outcome = True, None, None, None
+    def hand_over(self, job_id: str) -> None:
+        """Job ``job_id`` was sent: nothing of its answer read yet."""
+        self.job, self.busy, self.reply, self.report, self.outcome = job_id, True, None, None, None
 
 
 class KeptHorse:
@@ -118,8 +119,7 @@ class KeptHorse:
                 self._reap_horse()
                 if attempt:
                     raise
-        horse.hand_over()
-        self._ferret_reported_job = job.id
+        horse.hand_over(job.id)
         self._horse_pid = horse.pid
 
     def execute_job(self, job: Job, queue: Queue) -> Any:
@@ -208,7 +208,7 @@ class KeptHorse:
         """The result (and trace) the kept horse sent with ``job``'s answer; None when it sent none (the
         result is then read back from Redis, as for RQ's own horse)."""
         horse = self._ferret_horse
-        if horse is None or horse.report is None or getattr(self, "_ferret_reported_job", None) != job.id:
+        if horse is None or horse.job != job.id:
             return None
         return horse.report
 

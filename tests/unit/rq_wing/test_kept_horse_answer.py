@@ -20,6 +20,10 @@ class _Worker(KeptHorse):
     name = "worker-under-test"
 
 
+def _job(job_id: str):
+    return type("Job", (), {"id": job_id})()
+
+
 @pytest.fixture
 def pipe():
     read_end, write_end = os.pipe()
@@ -33,9 +37,8 @@ def pipe():
 def _worker_with_a_job_handed_over(read_end: int, job_id: str) -> tuple[_Worker, _Horse]:
     worker = _Worker()
     horse = _Horse(pid=os.getpid(), requests=None, replies=read_end)  # type: ignore[arg-type]
-    horse.hand_over()
+    horse.hand_over(job_id)
     worker._ferret_horse = horse
-    worker._ferret_reported_job = job_id
     return worker, horse
 
 
@@ -58,8 +61,8 @@ def test_a_report_read_when_the_timer_struck_is_returned_by_the_next_wait(pipe, 
     assert worker.wait_for_horse() == (horse.pid, os.EX_OK, None)  # kept, not read again
     assert worker.wait_for_horse() == (horse.pid, os.EX_OK, None)
     assert horse.served == 1 and not horse.busy
-    assert worker.piped_report(type("J", (), {"id": "job-1"})()) == (b'{"job_id": "job-1"}', b"")
-    assert worker.piped_report(type("J", (), {"id": "job-2"})()) is None  # another job's answer: not this one
+    assert worker.piped_report(_job("job-1")) == (b'{"job_id": "job-1"}', b"")
+    assert worker.piped_report(_job("job-2")) is None  # another job's answer: not this one
 
 
 def test_a_plain_answer_is_kept_too_and_the_next_job_starts_afresh(pipe):
@@ -68,8 +71,8 @@ def test_a_plain_answer_is_kept_too_and_the_next_job_starts_afresh(pipe):
     os.write(write_end, RAN)
     assert worker.wait_for_horse() == (horse.pid, os.EX_OK, None)
     assert worker.wait_for_horse() == (horse.pid, os.EX_OK, None)
-    assert worker.piped_report(type("J", (), {"id": "job-1"})()) is None  # the result is read back instead
-    horse.hand_over()  # the next job: its answer is still to come
+    assert worker.piped_report(_job("job-1")) is None  # the result is read back instead
+    horse.hand_over("job-2")  # the next job: its answer is still to come
     with pytest.raises(BlockingIOError):
         worker.wait_for_horse()
 
@@ -80,4 +83,4 @@ def test_a_horse_gone_in_the_middle_of_its_report_leaves_the_result_to_be_read_b
     os.write(write_end, _report_bytes(b'{"job_id": "job-1"}', b"")[:9])
     os.close(write_end)  # the horse died sending the rest
     assert worker.wait_for_horse() == (horse.pid, os.EX_OK, None)  # it ran: RQ recorded its success or failure
-    assert worker.piped_report(type("J", (), {"id": "job-1"})()) is None
+    assert worker.piped_report(_job("job-1")) is None
