@@ -4,7 +4,9 @@ Nous server sends through ``EndpointHealth.transport(...)``, which skips
 the call while the endpoint's circuit is open (``ferret.breaker``) and
 counts what the endpoint answered: a transport error (unreachable, timed
 out) or a 5xx is a failure, any other answer a success (a 4xx says the
-endpoint is up).
+endpoint is up). A request the job gave up waiting for is a failure from
+the moment it did, counted then and not again when the request ends
+(``ferret.worker.abandoned_calls``).
 
 The skip surfaces as ``CircuitOpen`` from the client's call; each client
 turns it into its own failure (the re-rank's and the agent's reason
@@ -22,6 +24,7 @@ import redis
 
 from ferret.breaker import Breaker, BreakerRules
 from ferret.settings import BreakerSettings
+from ferret.worker.abandoned_calls import current_call
 
 
 class GuardedTransport(httpx.BaseTransport):
@@ -30,16 +33,26 @@ class GuardedTransport(httpx.BaseTransport):
         self.inner = inner or httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.breaker.check()
+        breaker = self.breaker
+        breaker.check()
+        call = current_call()
+        watch = call.watch(breaker.failed) if call is not None else None
         try:
             response = self.inner.handle_request(request)
         except httpx.TransportError:
-            self.breaker.failed()
+            if watch is None or watch.settle():
+                breaker.failed()
             raise
+        except BaseException:
+            if watch is not None:
+                watch.settle()
+            raise
+        if watch is not None and not watch.settle():
+            return response  # the job gave up on it: counted as failed then
         if response.status_code >= 500:
-            self.breaker.failed()
+            breaker.failed()
         else:
-            self.breaker.succeeded()
+            breaker.succeeded()
         return response
 
     def close(self) -> None:

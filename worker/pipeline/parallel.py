@@ -4,7 +4,8 @@ The only place Ferret uses threads. Every backend call of a job runs on the
 pool, so that none can hold the job past its budget. The pool is created once
 per process (and again after a fork); tasks still running at
 the timeout are abandoned, not waited for: their own backend timeouts end
-them.
+them, and each outside request still in flight counts as its endpoint's
+failure at once (``ferret.worker.abandoned_calls``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ferret.worker.abandoned_calls import Call
 
 T = TypeVar("T")
 
@@ -52,12 +56,13 @@ def run_parallel(
     ignores its own timeout be abandoned at the deadline."""
     if len(tasks) == 1:
         return [_one(tasks[0], timeout)]
-    futures: list[Future[T]] = [_executor().submit(task) for task in tasks]
-    wait(futures, timeout=max(timeout, 0.0))
+    started = [start(task) for task in tasks]
+    wait([one.future for one in started], timeout=max(timeout, 0.0))
     slots: list[T | TimedOut | BaseException] = []
-    for future in futures:
+    for one in started:
+        future = one.future
         if not future.done():
-            future.cancel()
+            one.give_up()
             slots.append(TIMED_OUT)
         elif future.exception() is not None:
             slots.append(future.exception())  # type: ignore[arg-type]
@@ -79,18 +84,34 @@ def call_with_timeout(task: Callable[[], T], timeout: float) -> T | TimedOut:
     return collect(start(task), timeout)
 
 
-def start(task: Callable[[], T]) -> Future[T]:
+@dataclass(frozen=True, slots=True)
+class Started(Generic[T]):
+    """A task running on the pool, as a call the job may give up on."""
+
+    future: Future[T]
+    call: Call
+
+    def give_up(self) -> None:
+        """Not waited for any longer: not started yet, it never will be; in flight, its outside
+        requests count as failed now."""
+        self.future.cancel()
+        self.call.give_up()
+
+
+def start(task: Callable[[], T]) -> Started[T]:
     """Start ``task`` on the pool, to be collected later (a retriever beside another)."""
-    return _executor().submit(task)
+    call = Call()
+    return Started(_executor().submit(call.run, task), call)
 
 
-def collect(future: Future[T], timeout: float) -> T | TimedOut:
+def collect(started: Started[T], timeout: float) -> T | TimedOut:
     """The started task's result, or TIMED_OUT if it has not finished in ``timeout`` seconds
-    (then it is abandoned). Its exception is raised."""
+    (then it is given up). Its exception is raised."""
+    future = started.future
     try:
         return future.result(timeout=max(timeout, 0.0))  # cheaper than wait() for one future
     except FutureTimeout:
         if future.done():  # the task's own TimeoutError
             raise
-        future.cancel()
+        started.give_up()
         return TIMED_OUT
