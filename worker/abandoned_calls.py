@@ -9,7 +9,8 @@ failure only then, so the next job could send one more call to an endpoint that 
 Now the job's giving up is the failure: each task on the pool runs as a ``Call`` (a context variable its
 thread sees), a guarded request registers its breaker with the call while it is in flight, and giving up
 counts each in-flight request's failure at once, in the job's thread. The request's own outcome, when it
-comes, is then left uncounted: each request is counted once.
+comes, is then left uncounted: each request is counted once. A call started from within another (a
+sub-query's semantic search or graph step, beside its lexical search) is given up with it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Call:
         self._lock = threading.Lock()
         self._given_up = False
         self._in_flight: list[Watch] = []
+        self._started: list[Call] = []  # calls started from within this one
 
     def run(self, task: Callable[[], T]) -> T:
         """``task``, with this call as its thread's current one."""
@@ -73,13 +75,25 @@ class Call:
                 return False
             return True
 
+    def adopt(self, call: Call) -> None:
+        """``call`` was started from within this one: given up with it (at once, if it already was)."""
+        with self._lock:
+            if not self._given_up:
+                self._started.append(call)
+                return
+        call.give_up()
+
     def give_up(self) -> None:
-        """The job stops waiting: each request in flight counts as failed, now."""
+        """The job stops waiting: each request in flight counts as failed, now; so do those of the calls
+        started from within this one."""
         with self._lock:
             self._given_up = True
             in_flight, self._in_flight = self._in_flight, []
+            started, self._started = self._started, []
         for watch in in_flight:
             watch.failed()
+        for call in started:
+            call.give_up()
 
 
 def current_call() -> Call | None:

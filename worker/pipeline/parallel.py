@@ -18,7 +18,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ferret.worker.abandoned_calls import Call
+from ferret.worker.abandoned_calls import Call, current_call
 
 T = TypeVar("T")
 
@@ -99,8 +99,12 @@ class Started(Generic[T]):
 
 
 def start(task: Callable[[], T]) -> Started[T]:
-    """Start ``task`` on the pool, to be collected later (a retriever beside another)."""
+    """Start ``task`` on the pool, to be collected later (a retriever beside another). Started from
+    within a task on the pool, it is given up with that one."""
     call = Call()
+    within = current_call()
+    if within is not None:
+        within.adopt(call)
     return Started(_executor().submit(call.run, task), call)
 
 

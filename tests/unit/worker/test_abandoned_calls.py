@@ -1,4 +1,7 @@
-"""A request a job gave up waiting for counts as its endpoint's failure when the job gives up, and once."""
+"""A request a job gave up waiting for counts as its endpoint's failure when the job gives up, and once.
+
+Each request is held by the endpoint until the test lets it end, and a call is given up only once its
+request is known to be in flight (``arrived``): nothing here turns on how fast a thread starts."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import pytest
 from ferret.breaker import CircuitOpen
 from ferret.settings import BreakerSettings
 from ferret.worker.endpoint_health import EndpointHealth
-from ferret.worker.pipeline.parallel import TIMED_OUT, call_with_timeout, run_parallel
+from ferret.worker.pipeline import parallel
+from ferret.worker.pipeline.parallel import TIMED_OUT, call_with_timeout, collect, run_parallel, start
 
 ENDPOINT = "chat http://llm"
 
@@ -22,9 +26,11 @@ class HeldEndpoint:
     def __init__(self) -> None:
         self.release = threading.Event()
         self.answer: httpx.Response | Exception = httpx.ReadTimeout("no answer")
+        self.arrived = threading.Semaphore(0)  # one release per request that reached the endpoint
         self.ended = threading.Semaphore(0)  # one release per request that left the transport
 
     def handle(self, request: httpx.Request) -> httpx.Response:
+        self.arrived.release()
         assert self.release.wait(30)
         if isinstance(self.answer, Exception):
             raise self.answer
@@ -38,9 +44,19 @@ class HeldEndpoint:
                 self.ended.release()
         return call
 
+    def wait_arrived(self, requests: int) -> None:
+        for _ in range(requests):
+            assert self.arrived.acquire(timeout=30)
+
     def wait_ended(self, requests: int) -> None:
         for _ in range(requests):
             assert self.ended.acquire(timeout=30)
+
+    def given_up(self, task) -> None:
+        """``task`` started on the pool, and given up on once its request is in flight."""
+        started = start(task)
+        self.wait_arrived(1)
+        assert collect(started, 0) is TIMED_OUT
 
 
 @pytest.fixture
@@ -64,7 +80,7 @@ def _failures(client, health: EndpointHealth) -> int:
 def test_a_request_given_up_counts_as_failed_when_the_job_gives_up_and_not_again_when_it_ends(client, late):
     endpoint = HeldEndpoint()
     health, http = _guarded(client, endpoint, failures=3)
-    assert call_with_timeout(endpoint.task(http), 0.05) is TIMED_OUT
+    endpoint.given_up(endpoint.task(http))
     assert _failures(client, health) == 1  # the request is still held: the job's giving up counted it
     endpoint.answer = late
     endpoint.release.set()
@@ -73,10 +89,12 @@ def test_a_request_given_up_counts_as_failed_when_the_job_gives_up_and_not_again
     assert _failures(client, health) == 1
 
 
-def test_giving_up_on_enough_requests_opens_the_circuit_before_any_of_them_ends(client):
+def test_giving_up_on_enough_requests_opens_the_circuit_before_any_of_them_ends(client, monkeypatch):
     endpoint = HeldEndpoint()
     health, http = _guarded(client, endpoint, failures=2)
-    slots = run_parallel([endpoint.task(http), endpoint.task(http)], timeout=0.05)
+    # run_parallel's wait ends (its timeout, as it were) once both requests are in flight
+    monkeypatch.setattr(parallel, "wait", lambda futures, timeout: endpoint.wait_arrived(len(futures)))
+    slots = run_parallel([endpoint.task(http), endpoint.task(http)], timeout=30)
     assert slots == [TIMED_OUT, TIMED_OUT]
     with pytest.raises(CircuitOpen):
         http.get("/v1/chat/completions")  # the next job's call is skipped at once
@@ -110,8 +128,22 @@ def test_a_request_made_after_the_job_gave_up_counts_its_own_outcome(client):
         assert first_given_up.wait(30)
         return endpoint.task(http)()  # made after: the job no longer waits, its outcome is its own
 
-    assert call_with_timeout(two_requests, 0.05) is TIMED_OUT
+    endpoint.given_up(two_requests)
     first_given_up.set()
     endpoint.release.set()
     endpoint.wait_ended(2)
     assert _failures(client, health) == 2  # the first at the giving up, the second at its own timeout
+
+
+def test_a_call_started_within_one_given_up_is_given_up_with_it(client):
+    endpoint = HeldEndpoint()
+    health, http = _guarded(client, endpoint, failures=3)
+
+    def sub_query() -> object:  # a sub-query waiting on its semantic search, as ``_retrieve`` does
+        return call_with_timeout(endpoint.task(http), 30)
+
+    endpoint.given_up(sub_query)
+    assert _failures(client, health) == 1  # counted as the sub-query was given up, the inner wait not over
+    endpoint.release.set()
+    endpoint.wait_ended(1)
+    assert _failures(client, health) == 1
