@@ -147,3 +147,23 @@ def test_a_call_started_within_one_given_up_is_given_up_with_it(client):
     endpoint.release.set()
     endpoint.wait_ended(1)
     assert _failures(client, health) == 1
+
+
+def test_a_request_that_ended_in_another_error_is_not_counted_when_the_job_gives_up_later(client):
+    endpoint = HeldEndpoint()
+    health, http = _guarded(client, endpoint, failures=3)
+    endpoint.answer = ValueError("not an HTTP failure")
+    endpoint.release.set()
+    still_running = threading.Event()
+
+    def task() -> None:
+        with pytest.raises(ValueError):
+            endpoint.task(http)()  # ended, in an error that is not the endpoint's
+        endpoint.arrived.release()  # the test may give up now: the task goes on without a request in flight
+        assert still_running.wait(30)
+
+    started = start(task)
+    endpoint.wait_arrived(2)  # the request's arrival, then the task's signal
+    assert collect(started, 0) is TIMED_OUT
+    still_running.set()
+    assert _failures(client, health) == 0
