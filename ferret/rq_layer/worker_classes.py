@@ -25,7 +25,7 @@ from rq.exceptions import StopRequested
 from rq.job import Job
 from rq.worker import WorkerStatus
 
-from ferret.contract import RetrievalResult
+from ferret.contract import RetrievalRequest, RetrievalResult
 from ferret.errors import JobRefused
 from ferret.redis_plumbing.redis_conn import REDIS_AWAY
 from ferret.repeated_lines import RepeatedLines
@@ -174,28 +174,34 @@ class _Observed(StopHandling, RedisAwayTolerant):
         if sent is None:
             return None
         result, trace = sent
-        payload = job.args[0] if job.args else None
-        request = request_of(payload, self.ferret_context.settings.limits)
-        return JobReport(RetrievalResult.model_validate_json(result), request, orjson.loads(trace) if trace else None)
+        return JobReport(RetrievalResult.model_validate_json(result), self._request_of(job),
+                         orjson.loads(trace) if trace else None)
 
     def _stored_report(self, job: Job) -> JobReport | None:
         """The report of a job this process did not leave one for: a forked work horse's, read back
         from Redis; a horse that died wrote none (it is written now); a refused payload has none
         (counted here)."""
-        payload = job.args[0] if job.args else None
         result = self.ferret_context.results.read(job.id)
         if result is None:
             refused = refused_reason(job)
             if refused is not None:
                 self.ferret_metrics.refused.labels(refused).inc()
                 return None
-            result = lost_result(self.ferret_context, payload, job.id, job.origin,
+            result = lost_result(self.ferret_context, _payload(job), job.id, job.origin,
                                  "work horse died while running the job")
             if result is None:  # its payload names another tenant's id: refused, nothing written
                 return None
         trace = self.ferret_context.results.trace(result.trace_id) \
             if result.trace_id and self.ferret_context.settings.tracing.otlp_endpoint else None
-        return JobReport(result, request_of(payload, self.ferret_context.settings.limits), trace)
+        return JobReport(result, self._request_of(job), trace)
+
+    def _request_of(self, job: Job) -> RetrievalRequest | None:
+        """The request a job's payload carries, for its report (None when it carries none readable)."""
+        return request_of(_payload(job), self.ferret_context.settings.limits)
+
+
+def _payload(job: Job) -> Any:
+    return job.args[0] if job.args else None
 
 
 class ObservedSimpleWorker(_Observed, JobsPerTrip, OneTripJobStart, CoalescedBookkeeping, SimpleWorker):
