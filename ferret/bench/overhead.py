@@ -10,11 +10,16 @@ On a private redis-server, a namespace of ``memories`` synthetic memories
   through ``workers`` simple workers: CPU per job of the workers, of the
   producer (this process) and of redis-server;
 - **fast path**: one prefetch job at a time, enqueued and waited for (an
-  agent's turn without the write): the same three.
+  agent's turn without the write): the same three;
+- **agent turn**: one agent's turns one after another, each as an agent's
+  turn is: a memory written to the namespace (``remember``), a prefetch
+  asking about it, the prefetch's result waited for: the same three, per
+  turn (the producer's share is the agent's client).
 
-Rounds alternate the three; the medians of the rounds are printed, with the
+Rounds alternate the four; the medians of the rounds are printed, with the
 service's total over the in-process figure (issue target for the batch: at
-most 2x).
+most 2x), and every job's outcome (a turn's also whether its prefetch found
+the memory written just before it).
 
     ferret bench overhead [--jobs 2000] [--rounds 3] [--memories 10000] [--workers 2] [--jobs-per-trip 16]
 """
@@ -22,9 +27,11 @@ most 2x).
 from __future__ import annotations
 
 import json
+import secrets
 import statistics
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +39,7 @@ import redis
 
 from ferret.bench.common import cpu_seconds, outside_env, private_redis, start_workers, stop_processes
 from ferret.bench.scale import Corpus
+from ferret.producer.api import Client
 from ferret.producer.batch import run_batch
 from ferret.producer.client import Producer
 from ferret.redis_plumbing.embedded_redis import EmbeddedRedis
@@ -41,6 +49,7 @@ from ferret.worker.core.resources import build_resources
 from ferret.worker.pipeline.orchestrator import run_pipeline
 
 NAMESPACE = "overhead"
+PATHS = ("batch", "fast_path", "agent_turn")
 NO_CACHE = {"FERRET_CACHE__ENABLED": "false", "FERRET_CACHE__COALESCE": "false"}
 
 
@@ -56,6 +65,7 @@ class _Service:
         self.server_pid = server_pid
         self.workers = start_workers(self.env, workers, "simple", self.client)
         self.producer = Producer(self.client, load_settings(environ=self.env))
+        self.agent = Client(load_settings(environ=self.env), self.client)  # the agent turn's client
 
     def measure(self, run: Any, jobs: int) -> dict[str, float]:
         """CPU per job of workers, producer and Redis while ``run`` runs."""
@@ -67,6 +77,21 @@ class _Service:
         per_job = {name: value / jobs * 1000 for name, value in per_job.items()}
         per_job["total"] = sum(per_job.values())
         return per_job
+
+
+def agent_turns(agent: Client, turns: int, round_tag: str, outcomes: Counter[str]) -> None:
+    """``turns`` of one agent, one after another (the issue's probe's turn without its thinking): a memory
+    naming a fresh project written to ``NAMESPACE``, a prefetch asking about that project, its result waited
+    for. Each turn's status is counted in ``outcomes``, and ``fresh`` when the memory was among the results."""
+    for turn in range(turns):
+        token = secrets.token_hex(5)
+        memory_id = f"turn-{round_tag}-{turn}"
+        agent.remember(NAMESPACE, [{"id": memory_id, "type": "episode", "content_title": f"turn {turn} note {token}",
+                                    "content_body": f"In turn {turn} the user mentioned project {token} and its "
+                                                    "deadline.", "provenance_created_at": "2026-11-24T10:00:00Z"}])
+        result = agent.wait(agent.prefetch(NAMESPACE, "bench-agent", f"what did I say about project {token}?"), 60)
+        outcomes[result.status] += 1
+        outcomes["fresh"] += any(item.id == memory_id for item in result.results)
 
 
 def load_corpus(client: redis.Redis, corpus: Corpus, memories: int) -> redis.Redis:
@@ -95,8 +120,10 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
                                                      "deadline_seconds": 600}) for _ in range(40)]:
                 service.producer.wait(handle, 600)  # every worker's index warm
             run_pipeline(corpus.query(), resources.backends.for_namespace(NAMESPACE), settings.pipeline)
-            rows: dict[str, list[dict[str, float]]] = {"in_process": [], "batch": [], "fast_path": []}
-            for _ in range(rounds):
+            rows: dict[str, list[dict[str, float]]] = {"in_process": [], "batch": [], "fast_path": [],
+                                                       "agent_turn": []}
+            outcomes: dict[str, Counter[str]] = {"batch": Counter(), "fast_path": Counter(), "agent_turn": Counter()}
+            for number in range(rounds):
                 queries = [corpus.query() for _ in range(jobs)]
                 own = _own_cpu()
                 for query in queries:
@@ -105,17 +132,25 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
                 rows["in_process"].append({"total": (_own_cpu() - own) / jobs * 1000})
                 lines = [json.dumps({"query": corpus.query(), "namespace": NAMESPACE}) for _ in range(jobs)]
                 out = Path(home) / "batch.jsonl"
-                rows["batch"].append(service.measure(
-                    lambda lines=lines, out=out: run_batch(service.producer, lines, out, wait_seconds=600), jobs))
+
+                def batch(lines: list[str] = lines, out: Path = out) -> None:
+                    summary = run_batch(service.producer, lines, out, wait_seconds=600)
+                    outcomes["batch"].update(summary.by_status)
+                    outcomes["batch"]["unfinished"] += summary.unfinished + summary.bad_results
+
+                rows["batch"].append(service.measure(batch, jobs))
                 fast = max(1, jobs // 4)
 
                 def one_at_a_time(fast: int = fast) -> None:
                     for _ in range(fast):
-                        service.producer.wait(service.producer.enqueue(
+                        outcomes["fast_path"][service.producer.wait(service.producer.enqueue(
                             {"query": corpus.query(), "namespace": NAMESPACE, "queue": "prefetch",
-                             "deadline_seconds": 60}), 60)
+                             "deadline_seconds": 60}), 60).status] += 1
 
                 rows["fast_path"].append(service.measure(one_at_a_time, fast))
+                rows["agent_turn"].append(service.measure(
+                    lambda fast=fast, number=number: agent_turns(service.agent, fast, str(number),
+                                                                 outcomes["agent_turn"]), fast))
         finally:
             stop_processes(service.workers, 30)
             server.stop()
@@ -124,5 +159,6 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
     base = medians["in_process"]["total"]
     return {"jobs": jobs, "rounds": rounds, "memories": memories, "workers": workers,
             "jobs_per_trip": jobs_per_trip or "the setting's", "cpu_ms_per_job": medians,
-            "batch_over_in_process": round(medians["batch"]["total"] / base, 2),
-            "fast_path_over_in_process": round(medians["fast_path"]["total"] / base, 2)}
+            **{f"{kind}_over_in_process": round(medians[kind]["total"] / base, 2) for kind in PATHS},
+            "outcomes": {kind: {status: count for status, count in counts.items() if count}
+                         for kind, counts in outcomes.items()}}

@@ -247,16 +247,19 @@ def breaker(jobs: int) -> None:
 @click.option("--jobs-per-trip", type=click.IntRange(1, 256), default=None,
               help="The workers' service.jobs_per_trip (default: the setting's); 1 takes one job a trip.")
 def overhead(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int | None) -> None:
-    """CPU per job of the service (workers + producer + Redis) against the in-process pipeline's."""
-    from ferret.bench.overhead import run
+    """CPU per job of the service (workers + producer + Redis) against the in-process pipeline's: a batch, one
+    prefetch at a time, and an agent's turn (a memory written, then a prefetch about it)."""
+    from ferret.bench.overhead import PATHS, run
 
     report = run(jobs, rounds, memories, workers, jobs_per_trip)
     cpu = report["cpu_ms_per_job"]
     click.echo(f"in-process pipeline: {cpu['in_process']['total']} ms of CPU a query")
-    for kind in ("batch", "fast_path"):
+    for kind in PATHS:
         row = cpu[kind]
-        click.echo(f"{kind}: {row['total']} ms a job (workers {row['workers']}, producer {row['producer']}, "
+        unit, client = ("a turn", "the agent's client") if kind == "agent_turn" else ("a job", "producer")
+        click.echo(f"{kind}: {row['total']} ms {unit} (workers {row['workers']}, {client} {row['producer']}, "
                    f"redis {row['redis']}), {report[kind + '_over_in_process']}x the in-process pipeline")
+    click.echo("outcomes: " + "; ".join(f"{kind} {json.dumps(counts)}" for kind, counts in report["outcomes"].items()))
     click.echo(json.dumps(report))
 
 

@@ -1,5 +1,5 @@
-"""The benches of a worker's machinery (``ferret bench drain``, ``result-writes``, ``horses``)
-in CI size: they run end to end, every job ends ``ok``, and they print their figures."""
+"""The benches of a worker's machinery (``ferret bench drain``, ``result-writes``, ``horses``,
+``overhead``) in CI size: they run end to end, every job ends ``ok``, and they print their figures."""
 
 from __future__ import annotations
 
@@ -52,3 +52,21 @@ def test_bench_horses_runs_each_worker_to_its_results(env):
     for name, row in report["workers"].items():
         assert row["cpu_ms"] > 0 and row["jobs_per_s"] > 0, name
         assert f"{name}: {row['cpu_ms']} ms of CPU a job" in run.stdout
+
+
+def test_bench_overhead_reports_batch_fast_path_and_agent_turn(env):
+    """Each path's CPU against the in-process pipeline's, and each job's outcome: every batch line and
+    prefetch ``ok``, every agent turn ``ok`` with the memory it wrote just before among its results."""
+    printed, report = _bench(env, "overhead", 40)
+    turns = 2 * (40 // 4)  # two rounds of a quarter of the jobs each
+    assert report["outcomes"] == {"batch": {"ok": 80}, "fast_path": {"ok": turns},
+                                  "agent_turn": {"ok": turns, "fresh": turns}}
+    cpu = report["cpu_ms_per_job"]
+    base = cpu["in_process"]["total"]
+    assert base > 0
+    for kind in ("batch", "fast_path", "agent_turn"):
+        row = cpu[kind]
+        assert row["workers"] > 0 and row["producer"] > 0, kind
+        assert abs(row["total"] - (row["workers"] + row["producer"] + row["redis"])) < 0.005, kind
+        assert abs(report[f"{kind}_over_in_process"] - row["total"] / base) < 0.01, kind
+    assert f"agent_turn: {cpu['agent_turn']['total']} ms a turn" in printed
