@@ -165,13 +165,22 @@ class ResultStore:
         deadline = time.monotonic() + timeout
         while found is None and (left := deadline - time.monotonic()) > 0:
             token = self.client.blpop([keys.done(job_id)], timeout=min(left, WAIT_SLICE_SECONDS))
-            if token is not None:
-                with self.client.pipeline(transaction=True) as pipe:  # wake other waiters too
-                    pipe.rpush(keys.done(job_id), token[1])
-                    pipe.expire(keys.done(job_id), self.result_ttl)
-                    pipe.execute()
-            found = self.read(job_id)
+            found = self.read(job_id) if token is None else self._passed_on_and_read(job_id, token[1])
         return found
+
+    def _passed_on_and_read(self, job_id: str, token: bytes | str) -> RetrievalResult | None:
+        """The done token put back for the job's other waiters, and the result read: one round trip
+        (a transaction), where they were two."""
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.rpush(keys.done(job_id), token)
+            pipe.expire(keys.done(job_id), self.result_ttl)
+            pipe.getrange(keys.result(job_id), 0, READ_CAP_BYTES)
+            pushed, _renewed, raw = pipe.execute(raise_on_error=False)
+        if isinstance(pushed, Exception):
+            raise pushed
+        if isinstance(raw, redis.ResponseError):  # WRONGTYPE: a list, a hash... under the result's key
+            raise BadResult(job_id, f"is not a string ({str(raw).split(' ', 1)[0]})")
+        return parse_result(job_id, cast(bytes | None, raw), self.signing_key)
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
         """The trace stored under ``trace_id`` (``parse_trace``)."""
