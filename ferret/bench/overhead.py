@@ -12,9 +12,13 @@ On a private redis-server, a namespace of ``memories`` synthetic memories
 - **fast path**: one prefetch job at a time, enqueued and waited for (an
   agent's turn without the write): the same three;
 - **agent turn**: one agent's turns one after another, each as an agent's
-  turn is: a memory written to the namespace (``remember``), a prefetch
-  asking about it, the prefetch's result waited for: the same three, per
-  turn (the producer's share is the agent's client).
+  turn is: a memory written (``remember``), a prefetch asking about it, the
+  prefetch's result waited for: the same three, per turn (the producer's
+  share is the agent's client). The turns run on a redis-server and
+  workers of their own (as many, the namespace loaded the same way): on the
+  others, every worker and the in-process pipeline would fold the turns'
+  writes into their index on a later job or query, inside the other paths'
+  figures.
 
 Rounds alternate the four; the medians of the rounds are printed, with the
 service's total over the in-process figure (issue target for the batch: at
@@ -81,15 +85,17 @@ class _Service:
 
 def agent_turns(agent: Client, turns: int, round_tag: str, outcomes: Counter[str]) -> None:
     """``turns`` of one agent, one after another (the issue's probe's turn without its thinking): a memory
-    naming a fresh project written to ``NAMESPACE``, a prefetch asking about that project, its result waited
-    for. Each turn's status is counted in ``outcomes``, and ``fresh`` when the memory was among the results."""
+    naming a fresh project written to ``NAMESPACE``, a prefetch asking about that project, its result
+    waited for. Each turn's status is counted in ``outcomes``, and ``fresh`` when the memory was among the results."""
     for turn in range(turns):
         token = secrets.token_hex(5)
         memory_id = f"turn-{round_tag}-{turn}"
-        agent.remember(NAMESPACE, [{"id": memory_id, "type": "episode", "content_title": f"turn {turn} note {token}",
-                                    "content_body": f"In turn {turn} the user mentioned project {token} and its "
-                                                    "deadline.", "provenance_created_at": "2026-11-24T10:00:00Z"}])
-        result = agent.wait(agent.prefetch(NAMESPACE, "bench-agent", f"what did I say about project {token}?"), 60)
+        memory = {"id": memory_id, "type": "episode", "content_title": f"turn {turn} note {token}",
+                  "content_body": f"In turn {turn} the user mentioned project {token} and its deadline.",
+                  "provenance_created_at": "2026-11-24T10:00:00Z"}
+        agent.remember(NAMESPACE, [memory])
+        question = f"what did I say about project {token}?"
+        result = agent.wait(agent.prefetch(NAMESPACE, "bench-agent", question), 60)
         outcomes[result.status] += 1
         outcomes["fresh"] += any(item.id == memory_id for item in result.results)
 
@@ -110,15 +116,25 @@ def corpus_server(home: Path, corpus: Corpus, memories: int) -> tuple[EmbeddedRe
 def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int | None = None) -> dict[str, Any]:
     corpus = Corpus()
     with tempfile.TemporaryDirectory(prefix="ferret-overhead-") as home:
-        server, client = corpus_server(Path(home), corpus, memories)
+        (Path(home) / "paths").mkdir()
+        (Path(home) / "agent").mkdir()
+        server, client = corpus_server(Path(home) / "paths", corpus, memories)
         assert server.process is not None
         settings = load_settings(environ={"FERRET_REDIS__URL": server.url, **NO_CACHE})
         resources = build_resources(settings, client, Path(home) / "indexes")
-        service = _Service(server.url, server.process.pid, workers, jobs_per_trip)
+        agent_server, _ = corpus_server(Path(home) / "agent", corpus, memories)  # the agent turns' (the module)
+        assert agent_server.process is not None
+        services: list[_Service] = []
         try:
-            for handle in [service.producer.enqueue({"query": corpus.query(), "namespace": NAMESPACE,
-                                                     "deadline_seconds": 600}) for _ in range(40)]:
-                service.producer.wait(handle, 600)  # every worker's index warm
+            service = _Service(server.url, server.process.pid, workers, jobs_per_trip)
+            services.append(service)
+            agent = _Service(agent_server.url, agent_server.process.pid, workers, jobs_per_trip)
+            services.append(agent)
+            for each in services:
+                for handle in [each.producer.enqueue({"query": corpus.query(), "namespace": NAMESPACE,
+                                                      "deadline_seconds": 600}) for _ in range(40)]:
+                    each.producer.wait(handle, 600)  # every worker's index warm
+            agent_turns(agent.agent, 20, "warm", Counter())
             run_pipeline(corpus.query(), resources.backends.for_namespace(NAMESPACE), settings.pipeline)
             rows: dict[str, list[dict[str, float]]] = {"in_process": [], "batch": [], "fast_path": [],
                                                        "agent_turn": []}
@@ -148,12 +164,14 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
                              "deadline_seconds": 60}), 60).status] += 1
 
                 rows["fast_path"].append(service.measure(one_at_a_time, fast))
-                rows["agent_turn"].append(service.measure(
-                    lambda fast=fast, number=number: agent_turns(service.agent, fast, str(number),
+                rows["agent_turn"].append(agent.measure(
+                    lambda fast=fast, number=number: agent_turns(agent.agent, fast, str(number),
                                                                  outcomes["agent_turn"]), fast))
         finally:
-            stop_processes(service.workers, 30)
+            for each in services:
+                stop_processes(each.workers, 30)
             server.stop()
+            agent_server.stop()
     medians = {kind: {part: round(statistics.median(r[part] for r in runs), 3) for part in runs[0]}
                for kind, runs in rows.items()}
     base = medians["in_process"]["total"]
