@@ -149,8 +149,8 @@ class ResultStore:
         """The result stored for ``job_id`` (``read_result``)."""
         try:
             raw = self.client.getrange(keys.result(job_id), 0, READ_CAP_BYTES)
-        except redis.ResponseError as exc:  # WRONGTYPE: a list, a hash... under the result's key
-            raise BadResult(job_id, f"is not a string ({str(exc).split(' ', 1)[0]})") from None
+        except redis.ResponseError as exc:
+            raise not_a_string(job_id, exc) from None
         return parse_result(job_id, cast(bytes | None, raw), self.signing_key)
 
     def exists(self, job_id: str) -> bool:
@@ -178,8 +178,8 @@ class ResultStore:
             pushed, _renewed, raw = pipe.execute(raise_on_error=False)
         if isinstance(pushed, Exception):
             raise pushed
-        if isinstance(raw, redis.ResponseError):  # WRONGTYPE: a list, a hash... under the result's key
-            raise BadResult(job_id, f"is not a string ({str(raw).split(' ', 1)[0]})")
+        if isinstance(raw, redis.ResponseError):
+            raise not_a_string(job_id, raw)
         return parse_result(job_id, cast(bytes | None, raw), self.signing_key)
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
@@ -202,9 +202,14 @@ def read_result(job_id: str, signing_key: bytes | None) -> Step[RetrievalResult 
     the wrong key type is ``BadResult``."""
     try:
         raw = yield Call(("GETRANGE", keys.result(job_id), 0, READ_CAP_BYTES))
-    except redis.ResponseError as exc:  # WRONGTYPE: a list, a hash... under the result's key
-        raise BadResult(job_id, f"is not a string ({str(exc).split(' ', 1)[0]})") from None
+    except redis.ResponseError as exc:
+        raise not_a_string(job_id, exc) from None
     return parse_result(job_id, raw, signing_key)
+
+
+def not_a_string(job_id: str, error: redis.ResponseError) -> BadResult:
+    """What a read of the result's key that Redis refused says (WRONGTYPE: a list, a hash... under it)."""
+    return BadResult(job_id, f"is not a string ({str(error).split(' ', 1)[0]})")
 
 
 def read_trace(trace_id: str) -> Step[dict[str, Any] | None]:
