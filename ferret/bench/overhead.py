@@ -36,6 +36,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,11 @@ class _Service:
         self.server_pid = server_pid
         self.workers = start_workers(self.env, workers, "simple", self.client)
         self.producer = Producer(self.client, load_settings(environ=self.env))
-        self.agent = Client(load_settings(environ=self.env), self.client)  # the agent turn's client
+
+    @cached_property
+    def agent(self) -> Client:
+        """The agent turns' client (``remember`` besides the producer's calls), on the same connections."""
+        return Client(self.producer.settings, self.client)
 
     def measure(self, run: Any, jobs: int) -> dict[str, float]:
         """CPU per job of workers, producer and Redis while ``run`` runs."""
@@ -152,7 +157,8 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
                 def batch(lines: list[str] = lines, out: Path = out) -> None:
                     summary = run_batch(service.producer, lines, out, wait_seconds=600)
                     outcomes["batch"].update(summary.by_status)
-                    outcomes["batch"]["unfinished"] += summary.unfinished + summary.bad_results
+                    outcomes["batch"]["unfinished"] += summary.unfinished
+                    outcomes["batch"]["bad_results"] += summary.bad_results
 
                 rows["batch"].append(service.measure(batch, jobs))
                 fast = max(1, jobs // 4)
