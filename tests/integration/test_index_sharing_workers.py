@@ -42,3 +42,43 @@ def test_a_second_worker_process_takes_the_first_ones_index_and_answers_the_same
     linked = set(files[0]) & set(files[1])
     assert linked and all(os.path.samefile(roots[0] / directory_name("shared-ns") / name,
                                            roots[1] / directory_name("shared-ns") / name) for name in linked)
+
+
+def _root_of(base, proc):
+    """A worker process's index root under ``base`` (named ``ferret-index-<host>-<pid>-<suffix>``)."""
+    roots = [root for root in base.iterdir() if root.name.rsplit("-", 2)[1] == str(proc.pid)]
+    assert len(roots) == 1
+    return roots[0]
+
+
+def test_the_second_worker_takes_the_fold_the_first_one_made_instead_of_committing_it_again(
+        start_workers, producer, redis_client, tmp_path):
+    """Two real workers, one per queue so each job's worker is known: the staged writes the first one
+    commits are taken by the second as its fold (``worker/backends/shared_folds.py``)."""
+    store = MemoryStore(redis_client, "fold-ns")
+    store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}", content_body=f"the {i}th bitcoin story")
+                  for i in range(60)])
+    extra = {"FERRET_BACKEND__LOCAL__INDEX_DIR": str(tmp_path)}
+    first, = start_workers(1, "batch", extra_env=extra)
+    second, = start_workers(1, "prefetch", extra_env=extra)
+
+    def ask(queue, query="bitcoin zebra"):
+        result = producer.wait(producer.enqueue({"query": query, "namespace": "fold-ns", "queue": queue,
+                                                 "options": {"cache": False}}), scaled(30))
+        assert result is not None and result.status == "ok"
+        return result
+
+    assert ask("batch").stats.index == "built"
+    assert ask("prefetch").stats.index == "shared"
+    for i in range(32):  # backend.local.fold_changes: one change-log entry each
+        store.upsert([Memory(id=f"w{i}", content_title=f"zebra {i}", content_body="a bitcoin zebra written late")])
+    by_first = ask("batch")
+    assert by_first.stats.index_folded == 32
+    by_second = ask("prefetch")
+    assert by_second.stats.index_folded == 32 and by_second.stats.index_staged is None
+    assert [item.id for item in by_second.results] == [item.id for item in by_first.results]
+    assert any(item.id.startswith("w") for item in by_second.results)
+    mine, theirs = (_root_of(tmp_path, proc) / directory_name("fold-ns") for proc in (second, first))
+    segments = sorted(name for name in os.listdir(theirs) if name.endswith(".store"))
+    assert segments == sorted(name for name in os.listdir(mine) if name.endswith(".store"))
+    assert all(os.path.samefile(mine / name, theirs / name) for name in segments)  # linked, not committed again

@@ -64,6 +64,7 @@ from ferret.worker.backends.index_entry import (
     save_state,
 )
 from ferret.worker.backends.index_vectors import load_vectors
+from ferret.worker.backends.shared_folds import take_peers_fold
 from ferret.worker.backends.tantivy_index import MemoryIndex
 
 __all__ = ["BUILD_LOCK_SECONDS", "EMPTY", "IndexNotReady", "IndexRegistry", "Readiness", "directory_bytes",
@@ -172,17 +173,35 @@ class IndexRegistry:
 
     # -- committing staged writes ----------------------------------------------------------
     def _fold(self, entry: IndexEntry) -> tuple[int, float]:
-        """Commit the entry's staged writes; how many, and the milliseconds it took."""
+        """Commit the entry's staged writes, or take the commit of them another worker on this host has
+        made (``shared_folds``); how many, and the milliseconds it took."""
         assert entry.index is not None
         started = time.perf_counter()
-        folded = entry.index.fold()
-        self.indexes.staged.pop(entry.namespace, None)
-        entry.committed = entry.position
-        save_state(entry)
+        staged = len(entry.index.recent)
+        try:
+            taken = take_peers_fold(self.cold_start.peers, self.client, entry, self.held, self.settings.fold_changes)
+        except Gap:  # the copy is in place, the changes after it are no longer in the log: opened afresh
+            self.indexes.drop(entry.namespace)
+            raise BackendUnavailable(NAME, f"namespace {entry.namespace!r} changed faster than its index "
+                                           "could be loaded; retry") from None
+        except (OSError, ValueError):  # the copy in place did not open: the next job opens the namespace afresh
+            self.indexes.drop(entry.namespace)
+            raise
+        assert entry.index is not None
+        if taken:
+            folded = max(0, staged - len(entry.index.recent))
+            self.indexes.staged.pop(entry.namespace, None)
+            if len(entry.index.recent):  # staged again just now: the namespace's oldest change is now
+                self.indexes.staged[entry.namespace] = None
+        else:
+            folded = entry.index.fold()
+            self.indexes.staged.pop(entry.namespace, None)
+            entry.committed = entry.position
+            save_state(entry)
+            self.folds += 1
+            self._maybe_refresh_snapshot(entry)
         entry.bytes = directory_bytes(entry.directory)
         self.indexes.recount(entry)
-        self.folds += 1
-        self._maybe_refresh_snapshot(entry)
         return folded, (time.perf_counter() - started) * 1000
 
     def fold_due(self, everything: bool = False) -> tuple[int, float]:
@@ -215,7 +234,7 @@ class IndexRegistry:
             for entry in due:
                 try:
                     count, ms = self._fold(entry)
-                except (OSError, ValueError, redis.RedisError) as exc:  # staged writes stay searchable
+                except (OSError, ValueError, redis.RedisError, BackendUnavailable) as exc:  # still searchable
                     logger.warning("namespace=%s staged writes not committed (%s)", entry.namespace, exc)
                     continue
                 folded, took = folded + count, took + ms

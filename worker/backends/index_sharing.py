@@ -61,6 +61,7 @@ class PeerIndexes:
         self._identity: str | None = None
         self.taken = 0  # namespaces taken from a peer
         self.failed = 0  # attempts that found a peer's copy and could not take it
+        self.folds_taken = 0  # folds a peer had made, taken instead of made here (``shared_folds``)
 
     def identity(self) -> str:
         """The store's identity, written into this worker's root for its peers (once)."""
@@ -91,10 +92,9 @@ class PeerIndexes:
                     continue
                 yield root
 
-    def take(self, namespace: str, directory: Path) -> tuple[MemoryIndex, Position] | None:
-        """A peer's committed index of ``namespace`` linked into ``directory`` (empty, made by the caller),
-        open, with the position to catch up from; None when no peer has one to give (``directory`` is then
-        empty again)."""
+    def commits(self, namespace: str) -> Iterator[tuple[Path, Position]]:
+        """The peers' committed copies of ``namespace``: each directory, with the position its state file
+        saves (read before any of its files is linked: the files are at that position or newer)."""
         name = directory_name(namespace)
         for root in self.peers():
             source = root / name
@@ -106,16 +106,29 @@ class PeerIndexes:
                 continue  # being made
             if found != namespace or position == EMPTY:
                 continue  # staged writes only: nothing committed to take
+            yield source, position
+
+    def newest_commit(self, namespace: str, newer_than: int, at_most: int) -> tuple[Path, Position] | None:
+        """The peers' newest committed copy of ``namespace`` past version ``newer_than`` and at most at
+        ``at_most``, if any."""
+        return max((found for found in self.commits(namespace) if newer_than < found[1].version <= at_most),
+                   key=lambda found: found[1].version, default=None)
+
+    def take(self, namespace: str, directory: Path) -> tuple[MemoryIndex, Position] | None:
+        """A peer's committed index of ``namespace`` linked into ``directory`` (empty, made by the caller),
+        open, with the position to catch up from; None when no peer has one to give (``directory`` is then
+        empty again)."""
+        for source, position in self.commits(namespace):
             try:
-                _link_all(source, directory)
+                link_files(source, directory)
                 index = MemoryIndex(str(directory))
                 if len(index) == 0:
                     raise ValueError("no committed memories in the linked copy")
             except (OSError, ValueError) as exc:
                 self.failed += 1
                 logger.info("namespace=%s the copy of worker root %s could not be taken (%s); building",
-                            namespace, root.name, exc)
-                _empty(directory)
+                            namespace, source.parent.name, exc)
+                empty(directory)
                 continue
             self.taken += 1
             return index, position
@@ -132,7 +145,7 @@ def _own_directory(path: Path) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
 
 
-def _link_all(source: Path, directory: Path) -> None:
+def link_files(source: Path, directory: Path) -> None:
     """Hard links in ``directory`` to ``source``'s index files: the ones that name the others first."""
     for name in _FIRST:
         with contextlib.suppress(FileNotFoundError):  # .managed.json: absent until a first garbage collection
@@ -145,7 +158,7 @@ def _link_all(source: Path, directory: Path) -> None:
         os.link(entry.path, directory / name, follow_symlinks=False)
 
 
-def _empty(directory: Path) -> None:
+def empty(directory: Path) -> None:
     for entry in os.scandir(directory):
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)

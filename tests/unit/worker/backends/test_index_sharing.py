@@ -144,13 +144,14 @@ def test_a_gap_after_taking_a_copy_builds_instead_of_taking_it_again(client, tmp
     assert len(_hits(taken, "zebra")) == 5
 
 
-def test_after_taking_each_worker_commits_on_its_own_without_touching_the_others_files(client, tmp_path):
+def test_after_taking_the_workers_writes_are_committed_once_a_round_without_touching_the_others_files(
+        client, tmp_path):
     store = MemoryStore(client, "ns")
     store.upsert(_memories())
     first, second = _worker(client, _root(tmp_path, suffix="a")), _worker(client, _root(tmp_path, suffix="b"))
     first.for_namespace("ns")
     assert second.for_namespace("ns").readiness.how == "shared"
-    for round_ in range(3):  # writes, caught up and committed by both, in turn
+    for round_ in range(3):  # writes caught up by both, in turn; folded by each (the second takes the first's)
         store.upsert([Memory(id=f"w{round_}", content_title=f"zebra {round_} bitcoin")])
         store.delete([f"m{round_}"])
         for worker in (first, second) if round_ % 2 else (second, first):
@@ -160,6 +161,9 @@ def test_after_taking_each_worker_commits_on_its_own_without_touching_the_others
         assert _hits(first.for_namespace("ns"), query) == _hits(second.for_namespace("ns"), query)
     assert {h for h, _ in _hits(second.for_namespace("ns"), "zebra")} == {"w0", "w1", "w2"}
     assert first.registry.builds == 1 and second.registry.builds == 0
+    # each round, the worker that folds first commits and the other takes its commit (``shared_folds``)
+    assert first.registry.folds + second.registry.folds == 3
+    assert first.registry.cold_start.peers.folds_taken + second.registry.cold_start.peers.folds_taken == 3
 
 
 def test_another_users_directories_are_never_taken(client, tmp_path, monkeypatch):
