@@ -68,24 +68,40 @@ def take_peers_fold(peers: PeerIndexes, client: redis.Redis, entry: IndexEntry, 
     try:
         incoming.mkdir()
         link_files(source, incoming)
-    except OSError as exc:  # the peer removed a file meanwhile (a merge, an eviction): fold here instead
+        index = _swapped_in(incoming, entry.directory)
+    except (OSError, ValueError) as exc:  # the peer removed a file meanwhile (a merge, an eviction): fold here
         logger.info("namespace=%s the commit of worker root %s could not be taken (%s); folding here",
                     entry.namespace, source.parent.name, exc)
         shutil.rmtree(incoming, ignore_errors=True)
         peers.failed += 1
         return False
     entry.index.close()
-    outgoing = _beside(entry.directory, OUTGOING)
-    shutil.rmtree(outgoing, ignore_errors=True)
-    os.rename(entry.directory, outgoing)
-    os.rename(incoming, entry.directory)
-    shutil.rmtree(outgoing, ignore_errors=True)
-    entry.index = MemoryIndex(str(entry.directory))
+    entry.index = index
     entry.position = entry.committed = position
     save_state(entry)
     peers.folds_taken += 1
     catch_up(client, entry, held)
     return True
+
+
+def _swapped_in(incoming: Path, directory: Path) -> MemoryIndex:
+    """``incoming`` in ``directory``'s place, opened; on failure ``directory`` is put back as it was (its
+    open index, which reads its files by their inodes, never noticed) and the error raised."""
+    outgoing = _beside(directory, OUTGOING)
+    shutil.rmtree(outgoing, ignore_errors=True)
+    os.rename(directory, outgoing)
+    try:
+        os.rename(incoming, directory)
+        index = MemoryIndex(str(directory))
+    except (OSError, ValueError):
+        if not outgoing.exists():
+            raise
+        if directory.exists():
+            os.rename(directory, incoming)
+        os.rename(outgoing, directory)
+        raise
+    shutil.rmtree(outgoing, ignore_errors=True)
+    return index
 
 
 def _beside(directory: Path, suffix: str) -> Path:

@@ -159,6 +159,33 @@ def test_a_copy_the_peer_changes_while_it_is_linked_is_given_up_and_the_worker_f
     assert not [p for p in second.index_root.iterdir() if p.name.startswith(".")]
 
 
+def test_a_copy_that_does_not_open_is_put_back_out_of_the_way_and_the_worker_folds_into_its_own(
+        client, tmp_path, monkeypatch):
+    store = _loaded(client)
+    first, second = _worker(client, _root(tmp_path, "a")), _worker(client, _root(tmp_path, "b"))
+    first.for_namespace("ns")
+    second.for_namespace("ns")
+    _write(store, 0, FOLD)
+    first.for_namespace("ns")
+    directory = second.index_root / directory_name("ns")
+    own = sorted(os.listdir(directory))
+    real = shared_folds.MemoryIndex
+
+    def corrupt(path):
+        assert sorted(os.listdir(path)) != own  # the peer's files, in place
+        raise ValueError("Data corrupted: a checksum does not match")
+
+    monkeypatch.setattr(shared_folds, "MemoryIndex", corrupt)
+    backend = second.for_namespace("ns")
+    monkeypatch.setattr(shared_folds, "MemoryIndex", real)
+    assert backend.readiness.folded == FOLD and second.registry.folds == 1
+    assert second.registry.cold_start.peers.failed == 1 and second.registry.cold_start.peers.folds_taken == 0
+    assert set(own) <= set(os.listdir(directory))  # its own files back, its commit added to them
+    assert not [p for p in second.index_root.iterdir() if p.name.startswith(".")]
+    for query in QUERIES:
+        assert _hits(backend, query) == _hits(first.for_namespace("ns"), query)
+
+
 def test_a_gap_after_taking_the_copy_fails_the_job_named_and_the_next_one_opens_the_namespace_afresh(
         client, tmp_path, monkeypatch):
     store = _loaded(client)
