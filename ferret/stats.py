@@ -69,6 +69,7 @@ class JobStats(BaseModel):
     index_staged: int | None = None  # changes searchable from memory, not yet committed to the index
     index_folded: int | None = None  # staged changes committed on this job's path (backend.local.fold_changes)
     index_fold_ms: float | None = None  # how long that commit took
+    index_fold_taken: bool | None = None  # that commit was another worker's on this host, taken (no commit made)
     index_evictions: int | None = None  # namespaces evicted to stay within the memory bound
     # The agent loop (seed 002), when it ran: outcome (ok | clarification | deadline | fallback | disabled),
     # steps, parallel_steps, backtracked, reflection_concluded, forced_conclusion, llm_calls, llm_answers

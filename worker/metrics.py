@@ -249,6 +249,9 @@ class FerretMetrics:
         self.index_fold_duration = Histogram("ferret_index_fold_seconds", "Time one commit of staged changes "
                                              "took, by when (job, after_job).", ["when"], buckets=STAGE_BUCKETS,
                                              registry=r)
+        self.index_folds_taken = Counter("ferret_index_folds_taken_total", "Commits of staged changes taken from "
+                                         "another worker's commit on this host (hard links) instead of made, by "
+                                         "when (job, after_job).", ["when"], registry=r)
         self.index_evictions = Counter("ferret_index_evictions_total",
                                        "Namespaces' indexes evicted to stay within the memory bound.", registry=r)
         self.endpoint_skips = Counter("ferret_endpoint_skipped_jobs_total", "Jobs that skipped an outside endpoint "
@@ -299,6 +302,7 @@ class FerretMetrics:
         for when in FOLD_WHEN:
             self.index_folded.labels(when)
             self.index_fold_duration.labels(when)
+            self.index_folds_taken.labels(when)
         for outcome in AGENT_OUTCOMES:
             self.agent_runs.labels(outcome)
         for retriever in RETRIEVERS:
@@ -306,10 +310,12 @@ class FerretMetrics:
             self.fusion_shifts.labels(retriever)
             self.retriever_errors.labels(retriever)
 
-    def record_fold(self, when: str, changes: int, ms: float) -> None:
-        """One commit of ``changes`` staged changes that took ``ms``, on a job's path or after it."""
+    def record_fold(self, when: str, changes: int, ms: float, taken: int = 0) -> None:
+        """Commits of ``changes`` staged changes that took ``ms`` (``taken`` of them a peer's), on a job's path
+        or after it."""
         self.index_folded.labels(when).inc(changes)
         self.index_fold_duration.labels(when).observe(max(0.0, ms / 1000))
+        self.index_folds_taken.labels(when).inc(taken)
 
     def observe_co_retrieval(self, outcome: str, links: int) -> None:
         self.co_retrieval.labels(outcome).inc()
@@ -387,7 +393,7 @@ class FerretMetrics:
             self._child(self.index_ready, stats.index).inc()
         self.index_changes.inc(stats.index_changes or 0)
         if stats.index_folded:
-            self.record_fold("job", stats.index_folded, stats.index_fold_ms or 0.0)
+            self.record_fold("job", stats.index_folded, stats.index_fold_ms or 0.0, int(bool(stats.index_fold_taken)))
         self.index_evictions.inc(stats.index_evictions or 0)
         if stats.fallback in FALLBACK_OUTCOMES:
             self._child(self.fallbacks, stats.fallback).inc()

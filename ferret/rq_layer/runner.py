@@ -93,7 +93,7 @@ def _observers(context: WorkerResources, metrics: FerretMetrics, worker_name: st
     def record_metrics(report: JobReport) -> None:
         metrics.record(report.result, backend)
         if report.folded_after:
-            metrics.record_fold("after_job", report.folded_after, report.fold_after_ms)
+            metrics.record_fold("after_job", report.folded_after, report.fold_after_ms, report.folds_taken_after)
 
     observers: list[Observer] = [record_metrics, log_finished]
     if context.settings.tracing.otlp_endpoint:

@@ -73,9 +73,10 @@ def test_the_second_worker_takes_the_fold_the_first_one_made_instead_of_committi
     for i in range(32):  # backend.local.fold_changes: one change-log entry each
         store.upsert([Memory(id=f"w{i}", content_title=f"zebra {i}", content_body="a bitcoin zebra written late")])
     by_first = ask("batch")
-    assert by_first.stats.index_folded == 32
+    assert by_first.stats.index_folded == 32 and by_first.stats.index_fold_taken is None
     by_second = ask("prefetch")
     assert by_second.stats.index_folded == 32 and by_second.stats.index_staged is None
+    assert by_second.stats.index_fold_taken is True
     assert [item.id for item in by_second.results] == [item.id for item in by_first.results]
     assert any(item.id.startswith("w") for item in by_second.results)
     mine, theirs = (_root_of(tmp_path, proc) / directory_name("fold-ns") for proc in (second, first))

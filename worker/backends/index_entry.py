@@ -60,6 +60,7 @@ class Readiness:
     staged: int = 0  # changes staged and not yet committed, after this job's catch-up
     folded: int = 0  # staged changes committed on this job's path (fold_changes reached)
     fold_ms: float = 0.0
+    fold_taken: bool = False  # that commit was another worker's, taken (``shared_folds``)
 
 
 FULL_BELOW_BYTES = 1 << 20  # a disk with less room than this, when tantivy's writer dies, is the cause

@@ -125,10 +125,10 @@ class IndexRegistry:
             return entry.position, entry.index, Readiness("warm")
         entry, how, changes = self._opened_and_caught_up(namespace, entry, wait_seconds)
         assert entry.index is not None
-        folded, fold_ms = 0, 0.0
+        folded, fold_ms, taken = 0, 0.0, False
         if len(entry.index.recent) >= self.settings.fold_changes:
             try:
-                folded, fold_ms = self._fold(entry)
+                folded, fold_ms, taken = self._fold(entry)
             except (OSError, ValueError):
                 # The commit failed (a full disk): the index on disk may be half written. It is dropped, so
                 # the next job opens the namespace afresh (snapshot or build) once there is room, with no
@@ -141,7 +141,7 @@ class IndexRegistry:
         self.indexes.recount(entry)
         evicted = self.indexes.hold_to_bound(namespace, self.settings.index_memory_mb * 1024 * 1024)
         return entry.position, entry.index, Readiness(how, evicted, changes, len(entry.index.recent), folded,
-                                                      fold_ms)
+                                                      fold_ms, taken)
 
     def _opened_and_caught_up(self, namespace: str, entry: IndexEntry | None, wait_seconds: float
                               ) -> tuple[IndexEntry, str, int]:
@@ -172,9 +172,9 @@ class IndexRegistry:
         return self.cold_start.build(namespace)
 
     # -- committing staged writes ----------------------------------------------------------
-    def _fold(self, entry: IndexEntry) -> tuple[int, float]:
+    def _fold(self, entry: IndexEntry) -> tuple[int, float, bool]:
         """Commit the entry's staged writes, or take the commit of them another worker on this host has
-        made (``shared_folds``); how many, and the milliseconds it took."""
+        made (``shared_folds``); how many, the milliseconds it took, and whether it was taken."""
         assert entry.index is not None
         started = time.perf_counter()
         staged = len(entry.index.recent)
@@ -202,19 +202,19 @@ class IndexRegistry:
             self._maybe_refresh_snapshot(entry)
         entry.bytes = directory_bytes(entry.directory)
         self.indexes.recount(entry)
-        return folded, (time.perf_counter() - started) * 1000
+        return folded, (time.perf_counter() - started) * 1000, taken
 
-    def fold_due(self, everything: bool = False) -> tuple[int, float]:
+    def fold_due(self, everything: bool = False) -> tuple[int, float, int]:
         """After a job (off its path): commit the staged writes of every namespace whose oldest
         has waited ``fold_seconds`` or that holds ``fold_changes`` (all, with ``everything``);
-        how many changes, and the milliseconds it took.
+        how many changes, the milliseconds it took, and how many folds were taken from a peer.
 
         ``staged`` holds the namespaces in the order their oldest staged change came (one joins when
         its first change since a commit is staged, and leaves when committed or dropped), so the look
         stops at the first one not yet due: a job pays for the namespaces due, not for every namespace
         holding staged writes (an agent service's thousands). One that reaches ``fold_changes`` is
         committed by ``index_for`` as it stages them."""
-        folded, took = 0, 0.0
+        folded, took, taken = 0, 0.0, 0
         with self._lock:
             now = time.monotonic()
             gone: list[str] = []
@@ -233,12 +233,12 @@ class IndexRegistry:
                 self.indexes.staged.pop(namespace, None)
             for entry in due:
                 try:
-                    count, ms = self._fold(entry)
+                    count, ms, shared = self._fold(entry)
                 except (OSError, ValueError, redis.RedisError, BackendUnavailable) as exc:  # still searchable
                     logger.warning("namespace=%s staged writes not committed (%s)", entry.namespace, exc)
                     continue
-                folded, took = folded + count, took + ms
-        return folded, took
+                folded, took, taken = folded + count, took + ms, taken + shared
+        return folded, took, taken
 
     # -- the semantic retriever's vectors ----------------------------------------------------
     def nearest(self, namespace: str, query: npt.ArrayLike, limit: int) -> list[tuple[str, float]]:

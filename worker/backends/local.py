@@ -287,13 +287,13 @@ class LocalBackends:
     def version(self, namespace: str) -> int:
         return MemoryStore(self.client, namespace).version()
 
-    def after_job(self) -> tuple[int, float]:
+    def after_job(self) -> tuple[int, float, int]:
         """Commit staged writes that are due (``IndexRegistry.fold_due``), once a job's result is written:
-        how many changes, and the milliseconds it took."""
-        folded, took = self.registry.fold_due()
+        how many changes, the milliseconds it took, and how many of the folds were a peer's, taken."""
+        folded, took, taken = self.registry.fold_due()
         if folded:
             logger.debug("committed %d staged change(s) in %.1f ms after the job", folded, took)
-        return folded, took
+        return folded, took, taken
 
     def close(self) -> None:
         self.registry.close()

@@ -26,6 +26,7 @@ class JobReport:
     # job's path only: its staging ends with it before fold_seconds pass).
     folded_after: int = 0
     fold_after_ms: float = 0.0
+    folds_taken_after: int = 0  # of those folds, the ones another worker on the host had made (shared_folds)
 
 
 Observer = Callable[[JobReport], None]

@@ -103,7 +103,7 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
                 if readiness is not None:
                     index_span.set(how=readiness.how, changes=readiness.changes, evictions=readiness.evictions,
                                    staged=readiness.staged, folded=readiness.folded,
-                                   fold_ms=round(readiness.fold_ms, 3))
+                                   fold_ms=round(readiness.fold_ms, 3), fold_taken=readiness.fold_taken)
             outcome = run_pipeline(
                 request.query, backend, ctx.settings.pipeline, filters=request.filters, budget=budget,
                 tracer=tracer, max_results=request.options.max_results,
@@ -134,7 +134,8 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
         fields.update(index=readiness.how, index_evictions=readiness.evictions or None,
                       index_changes=readiness.changes or None, index_staged=readiness.staged or None,
                       index_folded=readiness.folded or None,
-                      index_fold_ms=round(readiness.fold_ms, 3) if readiness.folded else None)
+                      index_fold_ms=round(readiness.fold_ms, 3) if readiness.folded else None,
+                      index_fold_taken=readiness.fold_taken or None)
     if key is not None:
         fields.update(cache_hit=False, stage_ms={"cache": looked_up_ms, **(fields.get("stage_ms") or {})})
     stats = JobStats.model_validate(fields)
@@ -223,7 +224,8 @@ def _folded_after(ctx: WorkerResources, report: JobReport) -> JobReport:
     after_job = getattr(ctx.backends, "after_job", None)
     if after_job is None:
         return report
-    folded, fold_ms = after_job()
-    return dataclasses.replace(report, folded_after=folded, fold_after_ms=fold_ms) if folded else report
+    folded, fold_ms, taken = after_job()
+    return dataclasses.replace(report, folded_after=folded, fold_after_ms=fold_ms,
+                               folds_taken_after=taken) if folded else report
 
 

@@ -47,3 +47,23 @@ def test_folds_after_a_job_and_on_its_path_are_counted_with_their_time(tmp_path)
     assert _value(metrics, "ferret_index_folded_changes_total", when="job") == 1
     assert _value(metrics, "ferret_index_fold_seconds_count", when="job") == 1
     assert _value(metrics, "ferret_index_fold_seconds_sum", when="job") > 0
+
+
+def test_a_fold_taken_from_another_workers_commit_is_counted_as_taken(tmp_path):
+    client = fakeredis.FakeRedis()
+    store = MemoryStore(client, "ns")
+    store.upsert([Memory(id="a", content_title="bitcoin thesis"), Memory(id="b", content_title="bitcoin zebra")])
+    metrics = FerretMetrics()
+    settings = load_settings(environ={"FERRET_BACKEND__LOCAL__INDEX_DIR": str(tmp_path),  # one host's base
+                                      "FERRET_BACKEND__LOCAL__FOLD_CHANGES": "1"})
+    first = build_worker(client, settings, metrics=metrics)
+    second = build_worker(client, settings, metrics=metrics)
+    producer = Producer(client, settings)
+    _run_one(first, producer, "bitcoin")  # built
+    _run_one(second, producer, "bitcoin")  # the first one's copy, taken
+    store.upsert([Memory(id="c", content_title="bitcoin yak")])
+    _run_one(first, producer, "yak")  # fold_changes reached: committed
+    assert _value(metrics, "ferret_index_folds_taken_total", when="job") == 0
+    _run_one(second, producer, "yak")  # the same fold: the first one's commit, taken
+    assert _value(metrics, "ferret_index_folded_changes_total", when="job") == 2
+    assert _value(metrics, "ferret_index_folds_taken_total", when="job") == 1

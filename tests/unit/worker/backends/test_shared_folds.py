@@ -61,7 +61,8 @@ def test_the_second_worker_takes_the_first_ones_fold_and_answers_as_its_own_fold
     _write(store, 0, FOLD)
     assert first.for_namespace("ns").readiness.folded == FOLD and first.registry.folds == 1
     taken = second.for_namespace("ns")
-    assert taken.readiness.folded == FOLD and taken.readiness.staged == 0
+    assert taken.readiness.folded == FOLD and taken.readiness.staged == 0 and taken.readiness.fold_taken
+    assert not first.for_namespace("ns").readiness.fold_taken
     assert second.registry.folds == 0 and second.registry.cold_start.peers.folds_taken == 1
     assert control.for_namespace("ns").readiness.folded == FOLD and control.registry.folds == 1
     for query in QUERIES:
