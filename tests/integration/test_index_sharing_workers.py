@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
+
 from ferret.records import Memory
 from ferret.worker.backends.index_entry import directory_name
 from ferret.worker.backends.local import MemoryStore
@@ -51,16 +53,18 @@ def _root_of(base, proc):
     return roots[0]
 
 
+@pytest.mark.parametrize("second_class", ["simple", "fork"])
 def test_the_second_worker_takes_the_fold_the_first_one_made_instead_of_committing_it_again(
-        start_workers, producer, redis_client, tmp_path):
+        start_workers, producer, redis_client, tmp_path, second_class):
     """Two real workers, one per queue so each job's worker is known: the staged writes the first one
-    commits are taken by the second as its fold (``worker/backends/shared_folds.py``)."""
+    commits are taken by the second as its fold (``worker/backends/shared_folds.py``); a forking worker's
+    work horse takes it the same way (it indexes under its worker's root)."""
     store = MemoryStore(redis_client, "fold-ns")
     store.upsert([Memory(id=f"m{i}", content_title=f"bitcoin note {i}", content_body=f"the {i}th bitcoin story")
                   for i in range(60)])
     extra = {"FERRET_BACKEND__LOCAL__INDEX_DIR": str(tmp_path)}
     first, = start_workers(1, "batch", extra_env=extra)
-    second, = start_workers(1, "prefetch", extra_env=extra)
+    second, = start_workers(1, "prefetch", "--worker-class", second_class, extra_env=extra)
 
     def ask(queue, query="bitcoin zebra"):
         result = producer.wait(producer.enqueue({"query": query, "namespace": "fold-ns", "queue": queue,

@@ -344,6 +344,8 @@ export interface components {
             index_evictions?: number | null;
             /** Index Fold Ms */
             index_fold_ms?: number | null;
+            /** Index Fold Taken */
+            index_fold_taken?: boolean | null;
             /** Index Folded */
             index_folded?: number | null;
             /** Index Staged */
