@@ -18,10 +18,12 @@ without touching the worker's index, which then folds its writes itself as befor
 two renames leaves a directory that ``ColdStart.adopt_directories`` removes and a namespace that is
 opened afresh.
 
-What the worker answers does not change: the index it takes is the one its own fold would have made
-(the same memories, the same change-log position), plus the changes it stages again, which are applied
-once each in order; a change the copy already holds applied again is harmless (an upsert replaces the
-memory, a delete of one that is gone does nothing).
+The index it takes holds what its own fold would have committed (the same memories at the same change-log
+position), plus the changes it stages again, applied once each in order; a change the copy already holds
+applied again is harmless (an upsert replaces the memory, a delete of one that is gone does nothing). Its
+BM25 statistics are the peer's: tantivy counts a deleted document until a merge removes it, so two
+workers that commit at different times can rank near-ties differently, and a worker that takes a peer's
+commit ranks them as the peer does.
 """
 
 from __future__ import annotations
