@@ -49,6 +49,18 @@ def _write(store, first, count, word="zebra"):
         store.upsert([Memory(id=f"w{i}", content_title=f"{word} {i} bitcoin", content_body=f"written {i}")])
 
 
+def _peer_folded(client, tmp_path):
+    """Two warm workers of one host, and ``FOLD`` writes the first has just committed and the second not
+    read yet: the store and the two."""
+    store = _loaded(client)
+    first, second = _worker(client, _root(tmp_path, "a")), _worker(client, _root(tmp_path, "b"))
+    first.for_namespace("ns")
+    second.for_namespace("ns")
+    _write(store, 0, FOLD)
+    first.for_namespace("ns")
+    return store, first, second
+
+
 QUERIES = ("zebra bitcoin", "bitcoin note story", "written", "giraffe")
 
 
@@ -78,12 +90,7 @@ def test_the_second_worker_takes_the_first_ones_fold_and_answers_as_its_own_fold
 
 
 def test_writes_after_the_peers_fold_are_staged_again_and_each_worker_goes_on_on_its_own(client, tmp_path):
-    store = _loaded(client)
-    first, second = _worker(client, _root(tmp_path, "a")), _worker(client, _root(tmp_path, "b"))
-    for worker in (first, second):
-        worker.for_namespace("ns")
-    _write(store, 0, FOLD)
-    first.for_namespace("ns")  # folds the 32
+    store, first, second = _peer_folded(client, tmp_path)  # the first has folded 32 writes
     _write(store, FOLD, 3)
     store.upsert([Memory(id="w1", content_title="giraffe rewritten")])  # a rewrite of a folded one
     store.delete(["m2"])
@@ -107,12 +114,7 @@ def test_writes_after_the_peers_fold_are_staged_again_and_each_worker_goes_on_on
 
 
 def test_a_peers_fold_that_leaves_most_writes_to_stage_again_is_not_taken(client, tmp_path):
-    store = _loaded(client)
-    first, second = _worker(client, _root(tmp_path, "a")), _worker(client, _root(tmp_path, "b"))
-    first.for_namespace("ns")
-    second.for_namespace("ns")
-    _write(store, 0, FOLD)
-    first.for_namespace("ns")
+    store, _first, second = _peer_folded(client, tmp_path)
     _write(store, FOLD, FOLD // 2 + 1)  # more than half of a fold after the peer's
     assert second.for_namespace("ns").readiness.folded == FOLD + FOLD // 2 + 1
     assert second.registry.folds == 1 and second.registry.cold_start.peers.folds_taken == 0
@@ -142,12 +144,7 @@ def test_a_peers_commit_past_what_this_worker_has_read_is_not_taken(client, tmp_
 
 def test_a_copy_the_peer_changes_while_it_is_linked_is_given_up_and_the_worker_folds_itself(client, tmp_path,
                                                                                               monkeypatch):
-    store = _loaded(client)
-    first, second = _worker(client, _root(tmp_path, "a")), _worker(client, _root(tmp_path, "b"))
-    first.for_namespace("ns")
-    second.for_namespace("ns")
-    _write(store, 0, FOLD)
-    first.for_namespace("ns")
+    _store, _first, second = _peer_folded(client, tmp_path)
 
     def removed_meanwhile(source, directory):
         raise FileNotFoundError(2, "No such file or directory", str(source / "gone.idx"))
@@ -162,12 +159,7 @@ def test_a_copy_the_peer_changes_while_it_is_linked_is_given_up_and_the_worker_f
 
 def test_a_copy_that_does_not_open_is_put_back_out_of_the_way_and_the_worker_folds_into_its_own(
         client, tmp_path, monkeypatch):
-    store = _loaded(client)
-    first, second = _worker(client, _root(tmp_path, "a")), _worker(client, _root(tmp_path, "b"))
-    first.for_namespace("ns")
-    second.for_namespace("ns")
-    _write(store, 0, FOLD)
-    first.for_namespace("ns")
+    _store, first, second = _peer_folded(client, tmp_path)
     directory = second.index_root / directory_name("ns")
     own = sorted(os.listdir(directory))
     real = shared_folds.MemoryIndex
@@ -189,12 +181,7 @@ def test_a_copy_that_does_not_open_is_put_back_out_of_the_way_and_the_worker_fol
 
 def test_a_gap_after_taking_the_copy_fails_the_job_named_and_the_next_one_opens_the_namespace_afresh(
         client, tmp_path, monkeypatch):
-    store = _loaded(client)
-    first, second = _worker(client, _root(tmp_path, "a")), _worker(client, _root(tmp_path, "b"))
-    first.for_namespace("ns")
-    second.for_namespace("ns")
-    _write(store, 0, FOLD)
-    first.for_namespace("ns")
+    _store, _first, second = _peer_folded(client, tmp_path)
 
     def trimmed(*_args):
         raise Gap()
