@@ -128,7 +128,7 @@ class PeerIndexes:
                 self.failed += 1
                 logger.info("namespace=%s the copy of worker root %s could not be taken (%s); building",
                             namespace, source.parent.name, exc)
-                empty(directory)
+                _empty(directory)
                 continue
             self.taken += 1
             return index, position
@@ -158,7 +158,7 @@ def link_files(source: Path, directory: Path) -> None:
         os.link(entry.path, directory / name, follow_symlinks=False)
 
 
-def empty(directory: Path) -> None:
+def _empty(directory: Path) -> None:
     for entry in os.scandir(directory):
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
