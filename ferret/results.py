@@ -7,9 +7,11 @@ sent again after its answer was lost finds itself, and is answered as
 written), a trace id
 already holding another job's trace is never overwritten (nothing is
 written and the caller picks a new id), and every key gets a TTL. Waiters
-block on the done list (BLPOP) instead of polling, and put the token back
-for other waiters; the script also publishes on a channel named as the done
-list, for waiters that share one connection (``ferret.producer.done_hub``).
+block on the done list instead of polling: a blocking move of the list onto
+itself (BLMOVE), which leaves the token there for other waiters, with the
+result's read pipelined behind it; the script also publishes on a channel
+named as the done list, for waiters that share one connection
+(``ferret.producer.done_hub``).
 
 A cache entry written with a result is also entered in the cache index (a
 sorted set by write time); past ``cache_max_entries`` the oldest entries are
@@ -39,6 +41,8 @@ from ferret.signing import result_signature_holds, sign_result, split_result
 from ferret.steps import Call, Step
 
 WAIT_SLICE_SECONDS = 2.0
+SHORTEST_BLOCK_SECONDS = 0.01  # Redis reads a blocking timeout of 0 as forever: less than this is a plain read
+TOKEN_WITHOUT_RESULT_PAUSE_SECONDS = 0.1
 
 # A result already there is another run's, or this very write's sent again (its answer lost with the
 # connection, the client's retry): the same bytes, answered as written, not as another run's.
@@ -159,28 +163,34 @@ class ResultStore:
     def wait(self, job_id: str, timeout: float) -> RetrievalResult | None:
         """Block until the result exists or ``timeout`` seconds pass.
 
-        Blocks in slices shorter than any client socket timeout (redis-py 8
-        defaults to 5 s), so a long wait never reads as a dead connection."""
-        found = self.read(job_id)
+        Each slice of the wait is one round trip (``_slice``). Slices are shorter than any client socket
+        timeout (redis-py 8 defaults to 5 s), so a long wait never reads as a dead connection."""
         deadline = time.monotonic() + timeout
-        while found is None and (left := deadline - time.monotonic()) > 0:
-            token = self.client.blpop([keys.done(job_id)], timeout=min(left, WAIT_SLICE_SECONDS))
-            found = self.read(job_id) if token is None else self._passed_on_and_read(job_id, token[1])
-        return found
+        while (left := deadline - time.monotonic()) >= SHORTEST_BLOCK_SECONDS:
+            found, token = self._slice(job_id, min(left, WAIT_SLICE_SECONDS))
+            if found is not None:
+                return found
+            if token:  # a token with no result under it (evicted, or pushed by someone else): no busy loop
+                time.sleep(min(TOKEN_WITHOUT_RESULT_PAUSE_SECONDS, max(0.0, deadline - time.monotonic())))
+        return self.read(job_id)  # no time left to block: the result as it is now
 
-    def _passed_on_and_read(self, job_id: str, token: bytes | str) -> RetrievalResult | None:
-        """The done token put back for the job's other waiters, and the result read: one round trip
-        (a transaction), where they were two."""
-        with self.client.pipeline(transaction=True) as pipe:
-            pipe.rpush(keys.done(job_id), token)
-            pipe.expire(keys.done(job_id), self.result_ttl)
+    def _slice(self, job_id: str, seconds: float) -> tuple[RetrievalResult | None, bool]:
+        """One slice of a wait, in one round trip: the done list moved onto itself, blocking up to ``seconds``
+        until it holds the token (a rotation, so the token stays for the job's other waiters and the list
+        keeps its TTL), and the result's read pipelined behind it, which Redis runs once the move returns,
+        with the token or at the slice's end. Once a wait took three round trips: a first read, the
+        blocking pop, then the token pushed back with the read. The result read, and whether the token
+        came."""
+        done = keys.done(job_id)
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.blmove(done, done, seconds, "LEFT", "RIGHT")
             pipe.getrange(keys.result(job_id), 0, READ_CAP_BYTES)
-            pushed, _renewed, raw = pipe.execute(raise_on_error=False)
-        if isinstance(pushed, Exception):
-            raise pushed
+            token, raw = pipe.execute(raise_on_error=False)
+        if isinstance(token, Exception):
+            raise token
         if isinstance(raw, redis.ResponseError):
             raise not_a_string(job_id, raw)
-        return parse_result(job_id, cast(bytes | None, raw), self.signing_key)
+        return parse_result(job_id, cast(bytes | None, raw), self.signing_key), token is not None
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
         """The trace stored under ``trace_id`` (``parse_trace``)."""

@@ -2,7 +2,7 @@
 
 See ``ferret.producer.rules`` for what enqueueing does (ids, claims, coalescing,
 deadlines); ``AsyncProducer`` (``ferret.producer.async_client``) runs the same
-rules on an event loop. Waiting blocks on the job's done list (BLPOP), in
+rules on an event loop. Waiting blocks on the job's done list (a BLMOVE of the list onto itself), in
 slices, and enqueues again a job a failover lost.
 """
 

@@ -1,6 +1,6 @@
 """Many waiters, one connection: results announced by Redis pub/sub.
 
-A blocking waiter holds a connection in BLPOP on its job's done list. On an
+A blocking waiter holds a connection in a blocking move (BLMOVE) of its job's done list. On an
 event loop with a thousand waiters that would be a thousand connections, so
 ``AsyncProducer`` waits here instead: when a worker writes a result, its
 script also publishes on a channel named as the done list

@@ -1,6 +1,6 @@
 """Blocking waits on a job's result (``ResultStore.wait``), on a real redis-server: every waiter wakes when
-the result is written (each puts the done token back for the next), and a wait that blocks costs three
-round trips: the first read, the blocking pop, then the token put back and the result read together."""
+the result is written (the done token stays for the next: each waiter moves the list onto itself), and a
+wait that blocks costs one round trip: the blocking move with the result's read pipelined behind it."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def _waiters_store(ctx, url: str):
 
 
 def _blocked(client) -> int:
-    """This test's waiters now in their blocking pop."""
-    return sum(1 for entry in client.client_list() if entry.get("name") == WAITER and entry.get("cmd") == "blpop")
+    """This test's waiters now in their blocking move."""
+    return sum(1 for entry in client.client_list() if entry.get("name") == WAITER and entry.get("cmd") == "blmove")
 
 
 def _write_result(ctx, namespace: str, job_id: str) -> None:
@@ -54,7 +54,7 @@ def test_every_waiter_on_a_job_wakes_when_its_result_is_written(settings, sample
     got: list[RetrievalResult | None] = []
     results = _waiters_store(ctx, settings.redis.url)
     threads = [_waiting(results, job_id, got) for _ in range(3)]
-    assert wait_until(lambda: _blocked(client) >= 3, 10)  # all three in their blocking pop
+    assert wait_until(lambda: _blocked(client) >= 3, 10)  # all three in their blocking move
     _write_result(ctx, sample_namespace, job_id)
     for thread in threads:
         thread.join(10)
@@ -63,7 +63,7 @@ def test_every_waiter_on_a_job_wakes_when_its_result_is_written(settings, sample
     assert client.llen(f"ferret:done:{job_id}") == 1  # the token back for whoever waits next
 
 
-def test_a_wait_that_blocks_makes_three_round_trips(settings, sample_namespace, monkeypatch):
+def test_a_wait_that_blocks_makes_one_round_trip(settings, sample_namespace, monkeypatch):
     client = client_for(settings.redis.url)
     ctx = build_resources(settings, client)
     job_id = job_id_for(sample_namespace, None)
@@ -91,4 +91,65 @@ def test_a_wait_that_blocks_makes_three_round_trips(settings, sample_namespace, 
     _write_result(ctx, sample_namespace, job_id)
     thread.join(10)
     assert got and got[0] is not None and got[0].status == "ok"
-    assert len(sends) == 3  # the read that finds nothing, the pop, the token back with the read (it was four)
+    assert len(sends) == 1  # the blocking move and the read behind it (it was three: a read, the pop, the token back)
+
+
+def _counting_sends(monkeypatch) -> list[int]:
+    """One entry per command batch this thread sends from now on."""
+    sends: list[int] = []
+    real_send = AbstractConnection.send_packed_command
+    me = threading.get_ident()
+
+    def counted(self, *args, **kwargs):
+        if threading.get_ident() == me:
+            sends.append(1)
+        return real_send(self, *args, **kwargs)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+    return sends
+
+
+def test_a_result_already_there_is_read_in_one_round_trip_and_its_token_keeps_its_ttl(settings, sample_namespace,
+                                                                                      monkeypatch):
+    client = client_for(settings.redis.url)
+    ctx = build_resources(settings, client)
+    job_id = job_id_for(sample_namespace, None)
+    _write_result(ctx, sample_namespace, job_id)
+    ttl = client.ttl(f"ferret:done:{job_id}")
+    results = _waiters_store(ctx, settings.redis.url)
+    results.client.ping()
+    sends = _counting_sends(monkeypatch)
+    found = results.wait(job_id, 30)
+    assert found is not None and found.job_id == job_id
+    assert len(sends) == 1
+    assert client.lrange(f"ferret:done:{job_id}", 0, -1) == [b"1"]
+    assert 0 < client.ttl(f"ferret:done:{job_id}") <= ttl  # the rotation left the list and its TTL as they were
+
+
+def test_a_token_with_no_result_under_it_does_not_spin(settings, monkeypatch):
+    """A done list holding a token while the result is gone (evicted, or a token pushed by anyone: Redis is
+    untrusted) returns at once from every blocking move: the wait pauses between slices instead of asking
+    Redis as fast as it answers, and ends at its timeout with no result."""
+    client = client_for(settings.redis.url)
+    ctx = build_resources(settings, client)
+    job_id = job_id_for("no-result-here", None)
+    client.rpush(f"ferret:done:{job_id}", "1")
+    client.expire(f"ferret:done:{job_id}", 60)
+    results = _waiters_store(ctx, settings.redis.url)
+    results.client.ping()
+    sends = _counting_sends(monkeypatch)
+    assert results.wait(job_id, 0.5) is None
+    # 0.5 s in pauses of 0.1 s: about five slices and the last read, where a spin would send hundreds.
+    assert len(sends) <= 8
+
+
+def test_a_wait_with_no_time_left_is_a_plain_read(settings, sample_namespace):
+    client = client_for(settings.redis.url)
+    ctx = build_resources(settings, client)
+    job_id = job_id_for(sample_namespace, None)
+    results = _waiters_store(ctx, settings.redis.url)
+    assert results.wait(job_id, 0) is None  # nothing there, and no blocking (a timeout of 0 would be forever)
+    _write_result(ctx, sample_namespace, job_id)
+    client.delete(f"ferret:done:{job_id}")  # the result alone, with no token to wake anyone
+    found = results.wait(job_id, 0)
+    assert found is not None and found.job_id == job_id
