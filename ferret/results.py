@@ -183,7 +183,7 @@ class ResultStore:
         came."""
         done = keys.done(job_id)
         with self.client.pipeline(transaction=False) as pipe:
-            pipe.blmove(done, done, seconds, "LEFT", "RIGHT")
+            pipe.execute_command("BLMOVE", done, done, "LEFT", "RIGHT", seconds)  # redis-py types it int seconds
             pipe.getrange(keys.result(job_id), 0, READ_CAP_BYTES)
             token, raw = pipe.execute(raise_on_error=False)
         if isinstance(token, Exception):
