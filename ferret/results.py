@@ -42,7 +42,7 @@ from ferret.steps import Call, Step
 
 WAIT_SLICE_SECONDS = 2.0
 SHORTEST_BLOCK_SECONDS = 0.01  # Redis reads a blocking timeout of 0 as forever: less than this is a plain read
-TOKEN_WITHOUT_RESULT_PAUSE_SECONDS = 0.1
+UNBLOCKED_PAUSE_SECONDS = 0.1  # between slices that came back at once with no result
 
 # A result already there is another run's, or this very write's sent again (its answer lost with the
 # connection, the client's retry): the same bytes, answered as written, not as another run's.
@@ -167,11 +167,11 @@ class ResultStore:
         timeout (redis-py 8 defaults to 5 s), so a long wait never reads as a dead connection."""
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) >= SHORTEST_BLOCK_SECONDS:
-            found, token = self._slice(job_id, min(left, WAIT_SLICE_SECONDS))
+            found, at_once = self._slice(job_id, min(left, WAIT_SLICE_SECONDS))
             if found is not None:
                 return found
-            if token:  # a token with no result under it (evicted, or pushed by someone else): no busy loop
-                time.sleep(min(TOKEN_WITHOUT_RESULT_PAUSE_SECONDS, max(0.0, deadline - time.monotonic())))
+            if at_once:  # no busy loop: the wait reads once a pause until it can block again
+                time.sleep(min(UNBLOCKED_PAUSE_SECONDS, max(0.0, deadline - time.monotonic())))
         return self.read(job_id)  # no time left to block: the result as it is now
 
     def _slice(self, job_id: str, seconds: float) -> tuple[RetrievalResult | None, bool]:
@@ -179,14 +179,18 @@ class ResultStore:
         until it holds the token (a rotation, so the token stays for the job's other waiters and the list
         keeps its TTL), and the result's read pipelined behind it, which Redis runs once the move returns,
         with the token or at the slice's end. Once a wait took three round trips: a first read, the
-        blocking pop, then the token pushed back with the read. The result read, and whether the token
-        came."""
+        blocking pop, then the token pushed back with the read.
+
+        The result read, and whether the slice came back at once without one: a token with no result under
+        it (the result evicted, or a token pushed by anyone: Redis is untrusted), or the move refused (Redis
+        full past ``maxmemory`` refuses a command that may add data, as ``BLMOVE`` may; something other than
+        a list under the done key). The read behind it runs either way: a result already there is found."""
         done = keys.done(job_id)
         with self.client.pipeline(transaction=False) as pipe:
             pipe.execute_command("BLMOVE", done, done, "LEFT", "RIGHT", seconds)  # redis-py types it int seconds
             pipe.getrange(keys.result(job_id), 0, READ_CAP_BYTES)
             token, raw = pipe.execute(raise_on_error=False)
-        if isinstance(token, Exception):
+        if isinstance(token, Exception) and not isinstance(token, redis.ResponseError):
             raise token
         if isinstance(raw, redis.ResponseError):
             raise not_a_string(job_id, raw)

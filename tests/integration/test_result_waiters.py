@@ -153,3 +153,20 @@ def test_a_wait_with_no_time_left_is_a_plain_read(settings, sample_namespace):
     client.delete(f"ferret:done:{job_id}")  # the result alone, with no token to wake anyone
     found = results.wait(job_id, 0)
     assert found is not None and found.job_id == job_id
+
+
+def test_a_done_key_that_is_not_a_list_turns_the_wait_into_reads(settings, sample_namespace):
+    """Anything can be under the done key (Redis is untrusted): a move Redis refuses (WRONGTYPE here; at
+    ``maxmemory`` it refuses a move as it refuses any command that may add data) does not end the wait, which
+    reads once a pause until the result is there."""
+    client = client_for(settings.redis.url)
+    ctx = build_resources(settings, client)
+    job_id = job_id_for(sample_namespace, None)
+    client.set(f"ferret:done:{job_id}", "not a list", ex=60)
+    results = _waiters_store(ctx, settings.redis.url)
+    got: list[RetrievalResult | None] = []
+    thread = _waiting(results, job_id, got)
+    time.sleep(0.3)  # the waiter is reading, not blocked
+    _write_result(ctx, sample_namespace, job_id)
+    thread.join(10)
+    assert got and got[0] is not None and got[0].job_id == job_id
