@@ -22,7 +22,8 @@ On a private redis-server, a namespace of ``memories`` synthetic memories
 
 Rounds alternate the four; the medians of the rounds are printed, with the
 service's total over the in-process figure (issue target for the batch: at
-most 2x), and every job's outcome (a turn's also whether its prefetch found
+most 2x), the Redis commands a job (Redis's own count, those Lua scripts run
+included), and every job's outcome (a turn's also whether its prefetch found
 the memory written just before it).
 
     ferret bench overhead [--jobs 2000] [--rounds 3] [--memories 10000] [--workers 2] [--jobs-per-trip 16]
@@ -76,8 +77,10 @@ class _Service:
         """The agent turns' client (``remember`` besides the producer's calls), on the same connections."""
         return Client(self.producer.settings, self.client)
 
-    def measure(self, run: Any, jobs: int) -> dict[str, float]:
-        """CPU per job of workers, producer and Redis while ``run`` runs."""
+    def measure(self, run: Any, jobs: int) -> tuple[dict[str, float], float]:
+        """CPU per job of workers, producer and Redis while ``run`` runs, and the Redis commands a job (the
+        server's own count, commands run by Lua scripts included; the workers' idle beats too)."""
+        self.client.config_resetstat()
         workers = sum(cpu_seconds(w.pid) for w in self.workers)
         server, own = cpu_seconds(self.server_pid), _own_cpu()
         run()
@@ -85,7 +88,14 @@ class _Service:
                    "producer": _own_cpu() - own, "redis": cpu_seconds(self.server_pid) - server}
         per_job = {name: value / jobs * 1000 for name, value in per_job.items()}
         per_job["total"] = sum(per_job.values())
-        return per_job
+        return per_job, commands_since_reset(self.client) / jobs
+
+
+def commands_since_reset(client: redis.Redis) -> int:
+    """Commands the server ran since its statistics were reset, but the reset and this reading."""
+    stats = client.info("commandstats")
+    return sum(int(row["calls"]) for name, row in stats.items()
+               if name not in ("cmdstat_config|resetstat", "cmdstat_config", "cmdstat_info"))
 
 
 def agent_turns(agent: Client, turns: int, round_tag: str, outcomes: Counter[str]) -> None:
@@ -143,6 +153,7 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
             run_pipeline(corpus.query(), resources.backends.for_namespace(NAMESPACE), settings.pipeline)
             rows: dict[str, list[dict[str, float]]] = {"in_process": [], "batch": [], "fast_path": [],
                                                        "agent_turn": []}
+            commands: dict[str, list[float]] = {kind: [] for kind in PATHS}
             outcomes: dict[str, Counter[str]] = {"batch": Counter(), "fast_path": Counter(), "agent_turn": Counter()}
             for number in range(rounds):
                 queries = [corpus.query() for _ in range(jobs)]
@@ -160,7 +171,7 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
                     outcomes["batch"]["unfinished"] += summary.unfinished
                     outcomes["batch"]["bad_results"] += summary.bad_results
 
-                rows["batch"].append(service.measure(batch, jobs))
+                _record(rows, commands, "batch", service.measure(batch, jobs))
                 fast = max(1, jobs // 4)
 
                 def one_at_a_time(fast: int = fast) -> None:
@@ -169,8 +180,8 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
                             {"query": corpus.query(), "namespace": NAMESPACE, "queue": "prefetch",
                              "deadline_seconds": 60}), 60).status] += 1
 
-                rows["fast_path"].append(service.measure(one_at_a_time, fast))
-                rows["agent_turn"].append(agent.measure(
+                _record(rows, commands, "fast_path", service.measure(one_at_a_time, fast))
+                _record(rows, commands, "agent_turn", agent.measure(
                     lambda fast=fast, number=number: agent_turns(agent.agent, fast, str(number),
                                                                  outcomes["agent_turn"]), fast))
         finally:
@@ -183,6 +194,13 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
     base = medians["in_process"]["total"]
     return {"jobs": jobs, "rounds": rounds, "memories": memories, "workers": workers,
             "jobs_per_trip": jobs_per_trip or "the setting's", "cpu_ms_per_job": medians,
+            "redis_commands_per_job": {kind: round(statistics.median(counts), 1) for kind, counts in commands.items()},
             **{f"{kind}_over_in_process": round(medians[kind]["total"] / base, 2) for kind in PATHS},
             "outcomes": {kind: {status: count for status, count in counts.items() if count}
                          for kind, counts in outcomes.items()}}
+
+
+def _record(rows: dict[str, list[dict[str, float]]], commands: dict[str, list[float]], kind: str,
+            measured: tuple[dict[str, float], float]) -> None:
+    rows[kind].append(measured[0])
+    commands[kind].append(measured[1])

@@ -69,4 +69,7 @@ def test_bench_overhead_reports_batch_fast_path_and_agent_turn(env):
         assert row["workers"] > 0 and row["producer"] > 0, kind
         assert abs(row["total"] - (row["workers"] + row["producer"] + row["redis"])) < 0.005, kind
         assert abs(report[f"{kind}_over_in_process"] - row["total"] / base) < 0.01, kind
+        # Redis's own count: a job's enqueue alone is more than five commands (RQ's, in the put script).
+        assert report["redis_commands_per_job"][kind] > 5, kind
     assert f"agent_turn: {cpu['agent_turn']['total']} ms a turn" in printed
+    assert f"{report['redis_commands_per_job']['agent_turn']} Redis commands a turn" in printed
