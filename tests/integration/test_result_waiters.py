@@ -67,16 +67,8 @@ def test_a_wait_that_blocks_makes_one_round_trip(settings, sample_namespace, mon
     client = client_for(settings.redis.url)
     ctx = build_resources(settings, client)
     job_id = job_id_for(sample_namespace, None)
-    sends: list[int] = []
-    real_send = AbstractConnection.send_packed_command
     waiter: list[int] = []
-
-    def counted(self, *args, **kwargs):
-        if waiter and threading.get_ident() == waiter[0]:
-            sends.append(1)
-        return real_send(self, *args, **kwargs)
-
-    monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+    sends = _counting_sends(monkeypatch, waiter)
     got: list[RetrievalResult | None] = []
     results = _waiters_store(ctx, settings.redis.url)
 
@@ -94,14 +86,14 @@ def test_a_wait_that_blocks_makes_one_round_trip(settings, sample_namespace, mon
     assert len(sends) == 1  # the blocking move and the read behind it (it was three: a read, the pop, the token back)
 
 
-def _counting_sends(monkeypatch) -> list[int]:
-    """One entry per command batch this thread sends from now on."""
+def _counting_sends(monkeypatch, threads: list[int]) -> list[int]:
+    """One entry per command batch sent from now on by a thread in ``threads`` (idents, which may be added
+    later: a waiter adds its own once its connection's handshake is done)."""
     sends: list[int] = []
     real_send = AbstractConnection.send_packed_command
-    me = threading.get_ident()
 
     def counted(self, *args, **kwargs):
-        if threading.get_ident() == me:
+        if threading.get_ident() in threads:
             sends.append(1)
         return real_send(self, *args, **kwargs)
 
@@ -118,7 +110,7 @@ def test_a_result_already_there_is_read_in_one_round_trip_and_its_token_keeps_it
     ttl = client.ttl(f"ferret:done:{job_id}")
     results = _waiters_store(ctx, settings.redis.url)
     results.client.ping()
-    sends = _counting_sends(monkeypatch)
+    sends = _counting_sends(monkeypatch, [threading.get_ident()])
     found = results.wait(job_id, 30)
     assert found is not None and found.job_id == job_id
     assert len(sends) == 1
@@ -137,7 +129,7 @@ def test_a_token_with_no_result_under_it_does_not_spin(settings, monkeypatch):
     client.expire(f"ferret:done:{job_id}", 60)
     results = _waiters_store(ctx, settings.redis.url)
     results.client.ping()
-    sends = _counting_sends(monkeypatch)
+    sends = _counting_sends(monkeypatch, [threading.get_ident()])
     assert results.wait(job_id, 0.5) is None
     # 0.5 s in pauses of 0.1 s: about five slices and the last read, where a spin would send hundreds.
     assert len(sends) <= 8
@@ -170,3 +162,4 @@ def test_a_done_key_that_is_not_a_list_turns_the_wait_into_reads(settings, sampl
     _write_result(ctx, sample_namespace, job_id)
     thread.join(10)
     assert got and got[0] is not None and got[0].job_id == job_id
+
