@@ -166,13 +166,15 @@ class ResultStore:
         Each slice of the wait is one round trip (``_slice``). Slices are shorter than any client socket
         timeout (redis-py 8 defaults to 5 s), so a long wait never reads as a dead connection."""
         deadline = time.monotonic() + timeout
+        read_at_the_end = False  # the last slice blocked to its end, and its read came then: none is owed
         while (left := deadline - time.monotonic()) >= SHORTEST_BLOCK_SECONDS:
             found, at_once = self._slice(job_id, min(left, WAIT_SLICE_SECONDS))
             if found is not None:
                 return found
+            read_at_the_end = not at_once
             if at_once:  # no busy loop: the wait reads once a pause until it can block again
                 time.sleep(min(UNBLOCKED_PAUSE_SECONDS, max(0.0, deadline - time.monotonic())))
-        return self.read(job_id)  # no time left to block: the result as it is now
+        return None if read_at_the_end else self.read(job_id)  # no time left to block: the result as it is now
 
     def _slice(self, job_id: str, seconds: float) -> tuple[RetrievalResult | None, bool]:
         """One slice of a wait, in one round trip: the done list moved onto itself, blocking up to ``seconds``
@@ -189,9 +191,7 @@ class ResultStore:
         with self.client.pipeline(transaction=False) as pipe:
             pipe.execute_command("BLMOVE", done, done, "LEFT", "RIGHT", seconds)  # redis-py types it int seconds
             pipe.getrange(keys.result(job_id), 0, READ_CAP_BYTES)
-            token, raw = pipe.execute(raise_on_error=False)
-        if isinstance(token, Exception) and not isinstance(token, redis.ResponseError):
-            raise token
+            token, raw = pipe.execute(raise_on_error=False)  # a refusal comes back as a reply; anything else raises
         if isinstance(raw, redis.ResponseError):
             raise not_a_string(job_id, raw)
         return parse_result(job_id, cast(bytes | None, raw), self.signing_key), token is not None

@@ -163,3 +163,14 @@ def test_a_done_key_that_is_not_a_list_turns_the_wait_into_reads(settings, sampl
     thread.join(10)
     assert got and got[0] is not None and got[0].job_id == job_id
 
+
+def test_a_wait_that_times_out_reads_once_at_its_end(settings, monkeypatch):
+    """The read pipelined behind the last blocking move came when the wait's time ran out: no read is sent
+    after it."""
+    client = client_for(settings.redis.url)
+    ctx = build_resources(settings, client)
+    results = _waiters_store(ctx, settings.redis.url)
+    results.client.ping()
+    sends = _counting_sends(monkeypatch, [threading.get_ident()])
+    assert results.wait(job_id_for("nothing-here", None), 0.3) is None
+    assert len(sends) == 1  # the one slice (its move timed out, its read found nothing), no read after it
