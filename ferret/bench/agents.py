@@ -51,7 +51,15 @@ import redis
 from redis.asyncio.connection import AbstractConnection as AsyncConnection
 from redis.connection import AbstractConnection as SyncConnection
 
-from ferret.bench.common import cpu_seconds, outside_env, percentile, private_redis, stop_processes, wait_for_workers
+from ferret.bench.common import (
+    commands_processed,
+    cpu_seconds,
+    outside_env,
+    percentile,
+    private_redis,
+    stop_processes,
+    wait_for_workers,
+)
 from ferret.bench.locomo import load
 from ferret.bench.loop_stall import StallMeter
 from ferret.producer.api import AsyncClient
@@ -205,7 +213,7 @@ def run(data: Path, agents: int = 100, turns: int = 10, periods: tuple[float, ..
                         MemoryStore(sync, f"agent-{number}").upsert(memories[:history])
                         plays.append(memories[history:history + turns])
                     row = Row(arrival, period, agents, turns)
-                    commands_before = int(sync.info("stats")["total_commands_processed"])
+                    commands_before = commands_processed(sync)
                     cpu_before = _cpu(processes, server.process)
                     began = time.perf_counter()
                     with _RoundTrips() as counted:
@@ -214,7 +222,7 @@ def run(data: Path, agents: int = 100, turns: int = 10, periods: tuple[float, ..
                     row.cpu_seconds = {name: spent - cpu_before[name]
                                        for name, spent in _cpu(processes, server.process).items()}
                     row.client_round_trips = counted.count
-                    row.redis_commands = int(sync.info("stats")["total_commands_processed"]) - commands_before
+                    row.redis_commands = commands_processed(sync) - commands_before
                     rows.append(row.report())
         finally:
             stop_processes(processes)

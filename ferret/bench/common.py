@@ -67,6 +67,12 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def commands_processed(client: redis.Redis) -> int:
+    """The commands Redis has run (``total_commands_processed``: those a script runs included, and the
+    reading itself once it has run); two readings' difference is what ran between them."""
+    return int(client.info("stats")["total_commands_processed"])
+
+
 def private_redis(directory: Path) -> EmbeddedRedis:
     """A throwaway redis-server on a unix socket in ``directory``."""
     return EmbeddedRedis(directory).start()

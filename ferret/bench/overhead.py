@@ -22,8 +22,8 @@ On a private redis-server, a namespace of ``memories`` synthetic memories
 
 Rounds alternate the four; the medians of the rounds are printed, with the
 service's total over the in-process figure (issue target for the batch: at
-most 2x), the Redis commands a job (Redis's own count, those Lua scripts run
-included), and every job's outcome (a turn's also whether its prefetch found
+most 2x), the Redis commands a job (those Lua scripts run included), and
+every job's outcome (a turn's also whether its prefetch found
 the memory written just before it).
 
     ferret bench overhead [--jobs 2000] [--rounds 3] [--memories 10000] [--workers 2] [--jobs-per-trip 16]
@@ -43,7 +43,14 @@ from typing import Any
 
 import redis
 
-from ferret.bench.common import cpu_seconds, outside_env, private_redis, start_workers, stop_processes
+from ferret.bench.common import (
+    commands_processed,
+    cpu_seconds,
+    outside_env,
+    private_redis,
+    start_workers,
+    stop_processes,
+)
 from ferret.bench.scale import Corpus
 from ferret.producer.api import Client
 from ferret.producer.batch import run_batch
@@ -78,9 +85,9 @@ class _Service:
         return Client(self.producer.settings, self.client)
 
     def measure(self, run: Any, jobs: int) -> tuple[dict[str, float], float]:
-        """CPU per job of workers, producer and Redis while ``run`` runs, and the Redis commands a job (the
-        server's own count, commands run by Lua scripts included; the workers' idle beats too)."""
-        self.client.config_resetstat()
+        """CPU per job of workers, producer and Redis while ``run`` runs, and the Redis commands a job
+        (``commands_processed``, as ``ferret bench agents`` counts them; the workers' idle beats too)."""
+        commands = commands_processed(self.client)
         workers = sum(cpu_seconds(w.pid) for w in self.workers)
         server, own = cpu_seconds(self.server_pid), _own_cpu()
         run()
@@ -88,14 +95,8 @@ class _Service:
                    "producer": _own_cpu() - own, "redis": cpu_seconds(self.server_pid) - server}
         per_job = {name: value / jobs * 1000 for name, value in per_job.items()}
         per_job["total"] = sum(per_job.values())
-        return per_job, commands_since_reset(self.client) / jobs
-
-
-def commands_since_reset(client: redis.Redis) -> int:
-    """Commands the server ran since its statistics were reset, but the reset and this reading."""
-    stats = client.info("commandstats")
-    return sum(int(row["calls"]) for name, row in stats.items()
-               if name not in ("cmdstat_config|resetstat", "cmdstat_config", "cmdstat_info"))
+        # the reading before counts itself once it has run: the difference holds it, not the reading after
+        return per_job, (commands_processed(self.client) - commands - 1) / jobs
 
 
 def agent_turns(agent: Client, turns: int, round_tag: str, outcomes: Counter[str]) -> None:
