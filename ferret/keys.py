@@ -102,6 +102,12 @@ def done(job_id: str) -> str:
     return f"{PREFIX}:done:{job_id}"
 
 
+def carried_by(job_id: str) -> str:
+    """String: the id of the carrier (``ferret.carriers``) a batch line's job rides in, for as long as its
+    claim; RQ's state of the job is the carrier's."""
+    return f"{PREFIX}:carried:{job_id}"
+
+
 def conversation(namespace: str, conversation_id: str) -> str:
     """List: a conversation's latest prefetches, newest first (``ferret.producer.conversations``)."""
     digest = hashlib.sha256(conversation_id.encode()).hexdigest()[:32]
