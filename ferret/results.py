@@ -160,6 +160,15 @@ class ResultStore:
     def exists(self, job_id: str) -> bool:
         return bool(self.client.exists(keys.result(job_id)))
 
+    def answered(self, job_ids: list[str]) -> set[str]:
+        """Those of ``job_ids`` that have a result, read in one round trip."""
+        if not job_ids:
+            return set()
+        with self.client.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.exists(keys.result(job_id))
+            return {job_id for job_id, there in zip(job_ids, pipe.execute(), strict=True) if there}
+
     def wait(self, job_id: str, timeout: float) -> RetrievalResult | None:
         """Block until the result exists or ``timeout`` seconds pass.
 

@@ -63,7 +63,8 @@ def _worker_log_levels(ctx: click.Context, explicit: str | None, verbose: bool, 
 @click.option("--worker-class", type=click.Choice(["simple", "fork"]),
               help="RQ worker class (default from settings: simple).")
 @click.option("--name", help="The worker's name in RQ's registry (default: RQ's).")
-@click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after this many jobs.")
+@click.option("--max-jobs", type=click.IntRange(min=1),
+              help="Exit after this many RQ jobs (a batch carrier of several lines is one).")
 @click.option("--max-idle-time", type=click.IntRange(min=1), help="Exit after this many seconds with nothing to do.")
 @click.option("--log-level", "worker_log_level", type=click.Choice(LOG_LEVELS, case_sensitive=False),
               help="Default INFO: a line when it starts listening and one per finished job (RQ's own "

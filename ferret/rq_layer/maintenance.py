@@ -37,7 +37,7 @@ from ferret.envelope import deadline_of
 from ferret.rq_layer.intake import NOT_THE_ENTRY, Refusal, put_back_commands, registry_entry_id, take_entry
 from ferret.rq_layer.key_types import is_wrong_type, set_aside_wrong_types
 from ferret.worker.core.resources import WorkerResources
-from ferret.worker.core.results import lost_result
+from ferret.worker.core.results import finished, lost_results
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable
             continue
         if job.id.encode() in started:
             continue  # running: its worker removes it
-        if ctx.results.exists(job.id):
+        if finished(ctx, job.id, job.args[0]):
             connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]  # finished; only the entry was left behind
             continue
         if grace_seconds is None:
@@ -109,9 +109,7 @@ def _sweep_intermediate(queue: Queue, ctx: WorkerResources, on_refused: Callable
                 pipe.execute()
             logger.warning("job=%s was stuck between dequeue and start; queued again", job.id)
         else:
-            lost = lost_result(ctx, job.args[0], job.id, queue.name, "worker lost between dequeue and start")
-            if lost is not None:
-                written.append(lost)
+            written.extend(lost_results(ctx, job.args[0], job.id, queue.name, "worker lost between dequeue and start"))
             connection.lrem(intermediate.key, 1, raw)  # type: ignore[arg-type]  # its result is written (or refused)
             logger.warning("job=%s was stuck between dequeue and start past its deadline; ended failed", job.id)
     return written

@@ -32,7 +32,7 @@ from ferret.rq_layer.intake import NOT_THE_ENTRY, Refusal, registry_entry_id, ta
 from ferret.rq_layer.key_types import is_wrong_type, set_aside_wrong_types
 from ferret.rq_layer.maintenance import rescue_stranded
 from ferret.worker.core.resources import WorkerResources
-from ferret.worker.core.results import lost_result
+from ferret.worker.core.results import lost_results
 
 STRANDED_GRACE_SECONDS = 10.0  # a live worker starts a job it took within milliseconds
 logger = logging.getLogger(__name__)
@@ -95,14 +95,12 @@ def _reap_queue(ctx: WorkerResources, queue: Queue, now: float,
     registry = StartedJobRegistry(queue=queue, serializer=JSONSerializer)
     for raw in ctx.client.zrange(registry.key, 0, -1):
         try:
-            result = _reap_entry(ctx, queue, registry, raw, now, on_refused)
+            written.extend(_reap_entry(ctx, queue, registry, raw, now, on_refused))
         except NOT_THE_ENTRY:
             raise
         except Exception:
             logger.exception("reaper: entry %r of %s failed", raw[:80], registry.key)
             continue
-        if result is not None:
-            written.append(result)
     try:  # jobs taken off the queue but never started (their worker stopped in between)
         written.extend(rescue_stranded(queue, ctx, on_refused, now, STRANDED_GRACE_SECONDS))
     except NOT_THE_ENTRY:
@@ -115,28 +113,29 @@ def _reap_queue(ctx: WorkerResources, queue: Queue, now: float,
 
 
 def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry, raw: Any, now: float,
-                on_refused: Callable[[Refusal], None]) -> RetrievalResult | None:
-    """Judge one started-registry entry (``job_id`` or ``job_id:execution_id``)."""
+                on_refused: Callable[[Refusal], None]) -> list[RetrievalResult]:
+    """Judge one started-registry entry (``job_id`` or ``job_id:execution_id``); the ``failed`` results
+    written (a carrier's: one for each member without a result)."""
     job_id = registry_entry_id(raw)
     if ctx.results.exists(job_id.decode(errors="replace")):
         ctx.client.zrem(registry.key, raw)  # finished: an entry left behind (RQ's own is gone with its success)
-        return None
+        return []
     job, refusal = take_entry(queue.job_class, job_id, queue, ctx.client, JSONSerializer)
     if job is None:
         ctx.client.zrem(registry.key, raw)
         if refusal is not None and refusal.reason != "no_job_hash":
             on_refused(refusal)
-        return None
+        return []
     deadline = deadline_of(job.args[0])
     grace = ctx.settings.service.hard_timeout_grace_seconds
     overdue = deadline is None or now > deadline + grace + 1
     alive = _worker_alive(ctx, job, raw if isinstance(raw, bytes) else str(raw).encode())
     if alive and not overdue:
-        return None
+        return []
     if not ctx.client.zrem(registry.key, raw):
         # Gone since the pass read it: the job ended meanwhile (its success or failure takes the entry out
         # with its execution record, which the look at an unstamped job's worker then found missing).
-        return None
+        return []
     reruns = job.meta.get(RERUNS, 0)
     reruns = int(reruns) if isinstance(reruns, int) else 0  # meta is untrusted too
     if not overdue and reruns < ctx.settings.service.max_reruns:
@@ -144,11 +143,11 @@ def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry
         job.save_meta()
         queue.enqueue_job(job, at_front=True)
         logger.warning("job=%s worker %s lost; re-running it", job.id, job.worker_name)
-        return None
+        return []
     if alive:  # its worker is alive and still on it (a starved machine): late, not lost
         reason = OVERRAN
         logger.warning("job=%s still running on worker %s past its deadline; ended failed", job.id, job.worker_name)
     else:
         reason = "worker lost while running the job" + (" (deadline passed)" if overdue else "")
         logger.warning("job=%s worker %s lost; ended failed", job.id, job.worker_name)
-    return lost_result(ctx, job.args[0], job.id, queue.name, reason)
+    return lost_results(ctx, job.args[0], job.id, queue.name, reason)

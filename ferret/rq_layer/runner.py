@@ -65,7 +65,7 @@ def stop_reason(worker: Any, burst: bool, max_jobs: int | None, max_idle_time: i
     signum = getattr(worker, "ferret_stop_signal", None)
     if signum is not None:
         return f"{signal.Signals(signum).name}: the job in hand, if any, finished first"
-    if max_jobs is not None and getattr(worker, "ferret_jobs_taken", 0) >= max_jobs:
+    if max_jobs is not None and getattr(worker, "ferret_rq_jobs_taken", 0) >= max_jobs:
         return f"--max-jobs {max_jobs} reached"
     if burst:
         return "--burst: the queues are empty"

@@ -55,6 +55,7 @@ from rq.queue import Queue
 from rq.registry import StartedJobRegistry
 from rq.worker import WorkerStatus
 
+from ferret.carriers import is_carrier
 from ferret.envelope import deadline_of
 from ferret.redis_plumbing.lean_transaction import lean_transaction
 from ferret.rq_layer.bookkeeping import lean_success, start_sent
@@ -113,9 +114,10 @@ class JobsPerTrip:
             # could take one of their jobs, still started, for an overrun one (see the module).
             self.end_trip()
         began = time.process_time(), time.monotonic()
-        # A batch job that is not alone in its trip: its result is written with the trip's others.
+        # A batch job that is not alone in its trip (a carrier's members are not): its result is written with
+        # the trip's others.
         job.ferret_hold = self._hold if job.origin == self.ferret_held_queue and (  # type: ignore[attr-defined]
-            self._held() or self._ferret_held_results) else None
+            self._held() or self._ferret_held_results or (job.args and is_carrier(job.args[0]))) else None
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]
         finally:

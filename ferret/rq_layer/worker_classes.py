@@ -25,13 +25,14 @@ from rq.exceptions import StopRequested
 from rq.job import Job
 from rq.worker import WorkerStatus
 
+from ferret.carriers import NotACarrier, is_carrier, members_of
 from ferret.contract import RetrievalRequest, RetrievalResult
 from ferret.errors import JobRefused
 from ferret.redis_plumbing.redis_conn import REDIS_AWAY
 from ferret.repeated_lines import RepeatedLines
 from ferret.rq_layer.bookkeeping import CoalescedBookkeeping, OneTripJobStart
 from ferret.rq_layer.clock import rq_now as utc_now
-from ferret.rq_layer.entry import report_of
+from ferret.rq_layer.entry import report_of, reports_of
 from ferret.rq_layer.gc_pacing import between_jobs
 from ferret.rq_layer.intake import Refusal
 from ferret.rq_layer.job_pulse import JobPulse
@@ -43,7 +44,7 @@ from ferret.rq_layer.worker_away import REGISTRATION_CHECK_SECONDS, RedisAwayTol
 from ferret.rq_layer.worker_stops import StopHandling
 from ferret.worker.core.report import JobReport, Observer, after_job
 from ferret.worker.core.resources import WorkerResources
-from ferret.worker.core.results import lost_result, refused_reason, request_of
+from ferret.worker.core.results import finished, lost_result, refused_reason, request_of
 from ferret.worker.core.store_binding import renew_binding
 from ferret.worker.metrics import FerretMetrics
 
@@ -62,7 +63,8 @@ class _Observed(StopHandling, RedisAwayTolerant):
     last_cleaned_at: Any
     _ferret_last_reap = 0.0
     _ferret_registration_checked = 0.0
-    ferret_jobs_taken = 0  # jobs this worker ran (to a result, or cut short)
+    ferret_jobs_taken = 0  # jobs this worker ran (to a result, or cut short); a carrier's each of its lines
+    ferret_rq_jobs_taken = 0  # RQ jobs (a carrier is one), as RQ's --max-jobs counts them
     _ferret_pulse: JobPulse | None = None
     _state: str
 
@@ -131,7 +133,7 @@ class _Observed(StopHandling, RedisAwayTolerant):
             with self.ferret_pulse.beating(job, self.get_heartbeat_ttl(job)):
                 return super().execute_job(job, queue)  # type: ignore[misc]
         except StopRequested:
-            stopped_before_its_end = not self.ferret_context.results.exists(job.id)
+            stopped_before_its_end = not finished(self.ferret_context, job.id, _payload(job))
             if stopped_before_its_end:
                 self._put_back_if_not_started(job, queue)
             raise
@@ -157,15 +159,45 @@ class _Observed(StopHandling, RedisAwayTolerant):
         super().handle_exception(job, *exc_info)  # type: ignore[misc]
 
     def _record(self, job: Job) -> None:
-        self.ferret_jobs_taken += 1
+        carried = is_carrier(_payload(job))
+        self.ferret_rq_jobs_taken += 1
+        self.ferret_jobs_taken += _carried_count(_payload(job)) if carried else 1
         try:
-            report = report_of(job) or self._piped_report(job) or self._stored_report(job)
+            if carried:
+                reports = self._carried_reports(job)
+            else:
+                report = report_of(job) or self._piped_report(job) or self._stored_report(job)
+                reports = [report] if report is not None else []
         except Exception:
             logger.exception("job=%s cannot read or write the result for its observers", job.id)
             return
         # A dropped late result was logged as dropped; a held one is reported when it is written.
-        if report is not None and not report.dropped and not report.held:
-            after_job(self.ferret_observers, report)
+        for report in reports:
+            if not report.dropped and not report.held:
+                after_job(self.ferret_observers, report)
+
+    def _carried_reports(self, job: Job) -> list[JobReport]:
+        """The reports of a carrier's members: those its run in this process left, else (a forked work
+        horse ran it, or died) each member's stored result, a member with none ended ``failed`` now, as a
+        job whose horse died is. A refused carrier has none (counted here), nor one that is not a carrier."""
+        reports = reports_of(job)
+        if reports is not None:
+            return reports
+        refused = refused_reason(job)
+        if refused is not None:
+            self.ferret_metrics.refused.labels(refused).inc()
+            return []
+        try:
+            members = members_of(_payload(job))
+        except NotACarrier:
+            return []
+        found = []
+        for member_id, payload in members:
+            result = self.ferret_context.results.read(member_id) or lost_result(
+                self.ferret_context, payload, member_id, job.origin, "work horse died while running the job")
+            if result is not None:
+                found.append(JobReport(result, request_of(payload, self.ferret_context.settings.limits)))
+        return found
 
     def _piped_report(self, job: Job) -> JobReport | None:
         """The report a kept work horse sent with the job's answer (``ferret.rq_layer.kept_horse``)."""
@@ -202,6 +234,14 @@ class _Observed(StopHandling, RedisAwayTolerant):
 
 def _payload(job: Job) -> Any:
     return job.args[0] if job.args else None
+
+
+def _carried_count(payload: Any) -> int:
+    """How many requests a carrier took (one when it is not a carrier a producer makes)."""
+    try:
+        return len(members_of(payload))
+    except NotACarrier:
+        return 1
 
 
 class ObservedSimpleWorker(_Observed, JobsPerTrip, OneTripJobStart, CoalescedBookkeeping, SimpleWorker):

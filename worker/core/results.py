@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferret import keys
+from ferret.carriers import NotACarrier, is_carrier, members_of
 from ferret.contract import (
     NAMESPACE_PATTERN,
     REQUEST_ID_PATTERN,
@@ -223,3 +224,36 @@ def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | N
     return ctx.results.read(job_id) or result
 
 
+
+
+def lost_results(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None,
+                 reason: str) -> list[RetrievalResult]:
+    """``lost_result``; for a carrier (``ferret.carriers``), that of each member without a result."""
+    if not is_carrier(payload):
+        lost = lost_result(ctx, payload, job_id, origin, reason)
+        return [lost] if lost is not None else []
+    try:
+        members = members_of(payload)
+    except NotACarrier as exc:
+        record_refusal(ctx, job_id, origin or "?", "malformed_job", f"{reason}, and {exc}: no result")
+        return []
+    answered = ctx.results.answered([member_id for member_id, _ in members])
+    written = []
+    for member_id, member_payload in members:
+        if member_id not in answered:
+            lost = lost_result(ctx, member_payload, member_id, origin, reason)
+            if lost is not None:
+                written.append(lost)
+    return written
+
+
+def finished(ctx: WorkerResources, job_id: str, payload: Any) -> bool:
+    """Whether a job has its result; a carrier, whether each of its members has (a carrier payload
+    that is not one a producer makes is not: it is run, and refused)."""
+    if not is_carrier(payload):
+        return ctx.results.exists(job_id)
+    try:
+        members = [member_id for member_id, _ in members_of(payload)]
+    except NotACarrier:
+        return False
+    return len(ctx.results.answered(members)) == len(members)

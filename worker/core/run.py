@@ -149,7 +149,7 @@ def _run(ctx: WorkerResources, env: JobEnvelope, job_id: str, tracer: SpanCollec
 
 def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None = None,
             hard_timeout: type[BaseException] | tuple[type[BaseException], ...] = (),
-            hold: Callable[[HeldResult], None] | None = None) -> JobReport:
+            hold: Callable[[HeldResult], None] | None = None, signature_checked: bool = False) -> JobReport:
     """Run one job payload to its single final result, store it, and report it.
     A payload that is not a request of the namespace its job id names is refused
     (``JobRefused``): nothing is written under the id (see ``record_refusal``).
@@ -159,12 +159,14 @@ def run_job(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None 
     ``hold``: given, the result is handed to it to be written with its trip's others
     (``ferret.worker.core.held_results``) and the report says ``held``; not when the job's deadline is
     less than ``HOLD_MARGIN_SECONDS`` away (an expired job's result is written at once: a reaper ends a
-    started job a second past its deadline + grace as overrun, and a held one is still started)."""
+    started job a second past its deadline + grace as overrun, and a held one is still started).
+    ``signature_checked``: the payload rode in a carrier whose signature, checked, covers it
+    (``ferret.carriers``); it has none of its own."""
     started_at = ctx.now()  # Redis's clock: the producer's enqueue time and deadline are on it too
     started_ns = int(started_at * 1e9)
     tracer = SpanCollector(max_spans=ctx.settings.limits.max_trace_spans, clock_ns=lambda: int(ctx.now() * 1e9))
     key = ctx.results.signing_key
-    problem = job_signature_problem(key, job_id, payload) if key is not None else None
+    problem = job_signature_problem(key, job_id, payload) if key is not None and not signature_checked else None
     if problem is not None:
         raise record_refusal(ctx, job_id, origin or "?", "bad_signature", problem, trace_id_of(payload))
     try:
