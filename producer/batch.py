@@ -175,7 +175,11 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
         chunk: list[tuple[int, str, dict[str, Any], bool]] = []
 
         def enqueue_chunk() -> None:
-            answers = producer.enqueue_many([request for _, _, request, _ in chunk])
+            requests = [request for _, _, request, _ in chunk]
+            answers = producer.enqueue_carried(requests)  # fresh lines, several an RQ job (ferret.carriers)
+            usual = [number for number, answer in enumerate(answers) if answer is None]
+            for number, answer in zip(usual, producer.enqueue_many([requests[n] for n in usual]), strict=True):
+                answers[number] = answer
             for (number, line, _request, own_id), answer in zip(chunk, answers, strict=True):
                 if isinstance(answer, InvalidRequest):
                     _invalid(out, summary, run, number, line, answer)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import redis
 
 from ferret.contract import RetrievalRequest, RetrievalResult
+from ferret.producer.carried import enqueue_carried
 from ferret.producer.conversations import ConversationContext, ConversationRules
 from ferret.producer.rules import JobHandle, JobState, ProducerRules
 from ferret.producer.waiting import AWAY_ERRORS, Action, AwaitResult, RunRule, waiting
@@ -65,6 +66,12 @@ class Producer:
         (``SyncSteps.run_together``). Each request's handle, or the error that refused it (an
         ``InvalidRequest`` naming the field), in order."""
         return self.steps.run_together([self.rules.enqueue(request) for request in requests])
+
+    def enqueue_carried(self, requests: Sequence[RetrievalRequest | dict[str, Any]]
+                        ) -> list[JobHandle | Exception | None]:
+        """A batch's lines, ``service.batch_lines_per_job`` a carrier (``ferret.producer.carried``): each
+        request's handle, the error that refused it, or None for one to enqueue the usual way."""
+        return self.run(enqueue_carried(self.rules, list(requests), self.settings.service.batch_lines_per_job))
 
     def results_of(self, jobs: Sequence[JobHandle]) -> list[RetrievalResult | Exception | None]:
         """The results stored for ``jobs`` now (None: not yet), read in one round trip; a result that is

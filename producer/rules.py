@@ -229,6 +229,15 @@ class ProducerRules:
         service = self.settings.service
         return service.prefetch_deadline_seconds if request.queue == "prefetch" else service.batch_deadline_seconds
 
+    def valid(self, request: RetrievalRequest | dict[str, Any]) -> RetrievalRequest:
+        """The request, validated; ``InvalidRequest`` naming the bad field."""
+        request = parse_request(request, self.settings.limits)
+        backend = self.settings.backend
+        if backend.kind == "nous" and backend.nous.url_for(request.namespace) is None:
+            raise InvalidRequest("namespace", f"no Nous server serves {request.namespace!r} "
+                                              "(backend.nous.namespaces maps namespaces to servers)")
+        return request
+
     def enqueue(self, request: RetrievalRequest | dict[str, Any]) -> Step[JobHandle]:
         """Validate and enqueue; raises InvalidRequest naming the bad field."""
         handle, _pushed = yield from self.enqueue_with(request)
@@ -239,17 +248,13 @@ class ProducerRules:
         """``enqueue``, and when this call puts the job, the entry ``conversation`` makes of it pushed in the
         same round trip; with the handle, the conversation's earlier entries still queued (None: no entry
         was pushed, as when the job was there already or another prefetch's was joined)."""
-        request = parse_request(request, self.settings.limits)
-        backend = self.settings.backend
-        if backend.kind == "nous" and backend.nous.url_for(request.namespace) is None:
-            raise InvalidRequest("namespace", f"no Nous server serves {request.namespace!r} "
-                                              "(backend.nous.namespaces maps namespaces to servers)")
+        request = self.valid(request)
         job_id = job_id_for(request.namespace, request.request_id)
         deadline = self.deadline(request)
         trace_id = new_trace_id()
         if request.request_id is not None:
             claim = keys.request_job(request.namespace, request.request_id)
-            ttl = int(deadline + self.settings.service.ttls()[request.queue][0]) + 1
+            ttl = self.claim_ttl(request, deadline)
             claimed = f"{trace_id}:{request_digest(request)}"
             if not (yield Call(("SET", claim, claimed, "NX", "EX", ttl))):
                 existing = yield from self._existing(request, job_id)
@@ -276,6 +281,14 @@ class ProducerRules:
                            deadline_at=envelope.deadline_at, memory_version=version, request=request)
         return handle, put.queued
 
+    def claim_ttl(self, request: RetrievalRequest, deadline: float) -> int:
+        """How long a request id's claim lasts: its deadline, then as long as its result."""
+        return int(deadline + self.settings.service.ttls()[request.queue][0]) + 1
+
+    def hard_timeout(self, deadline: float) -> int:
+        """RQ's hard time limit of a job with ``deadline`` seconds to run."""
+        return max(1, int(deadline + self.settings.service.hard_timeout_grace_seconds + 0.999))
+
     def _existing(self, request: RetrievalRequest, job_id: str) -> Step[JobHandle | None]:
         claim = text((yield Call(("GET", keys.request_job(request.namespace, request.request_id or "")))))
         if claim is None:
@@ -300,8 +313,7 @@ class ProducerRules:
         if self.signing_key is not None:
             payload = sign_job(self.signing_key, job_id, payload)
         service = self.settings.service
-        commands = self.enqueue_commands(request.queue, payload, job_id,
-                                         timeout=max(1, int(deadline + service.hard_timeout_grace_seconds + 0.999)),
+        commands = self.enqueue_commands(request.queue, payload, job_id, timeout=self.hard_timeout(deadline),
                                          failure_ttl=service.ttls()[request.queue][0], now=now)
         push = conversation(job_id, envelope) if conversation is not None else None
         put = yield from put_job(commands, claim, push)

@@ -27,6 +27,8 @@ from rq.serializers import JSONSerializer
 from rq.utils import utcformat
 from rq.worker_registration import WORKERS_BY_QUEUE_KEY
 
+from ferret import keys
+from ferret.carriers import is_carrier_id
 from ferret.contract import JOB_FUNCTION, QUEUES
 from ferret.inflate import InflatesTooLarge, inflate_capped
 from ferret.records import visible
@@ -85,6 +87,8 @@ class EnqueueCommands:
 
 def _description(queue: str, payload: Any) -> str:
     """What ``rq info`` and dashboards show for a job: its queue and namespace, never the query."""
+    if isinstance(payload, dict) and isinstance(payload.get("members"), list):  # a carrier (ferret.carriers)
+        return f"ferret retrieval ({queue}, {len(payload['members'])} lines)"
     namespace = payload.get("request", {}).get("namespace", "?") if isinstance(payload, dict) else "?"
     return f"ferret retrieval ({queue}, namespace {namespace})"
 
@@ -177,11 +181,26 @@ PREFETCH_QUEUE_KEY = Queue.redis_queue_namespace_prefix + "prefetch"  # the list
 
 
 def job_state(job_id: str) -> Step[str | None]:
-    """RQ's state of the job (queued, started, finished, failed, ...), None when there is no job."""
-    status, exists = yield Batch((("HGET", Job.key_for(job_id), "status"), ("EXISTS", Job.key_for(job_id))))
+    """RQ's state of the job (queued, started, finished, failed, ...), None when there is no job. A batch
+    line that rides in a carrier (``ferret.carriers``) is in its carrier's state: RQ has no job of its own."""
+    _, state = yield from rq_job_of(job_id)
+    return state
+
+
+def rq_job_of(job_id: str) -> Step[tuple[str, str | None]]:
+    """The RQ job that runs ``job_id`` (itself, or the carrier it rides in) and that job's state."""
+    asked = (("HGET", Job.key_for(job_id), "status"), ("EXISTS", Job.key_for(job_id)))
+    try:
+        status, exists, carrier = yield Batch((*asked, ("GET", keys.carried_by(job_id))))
+    except redis.ResponseError:  # the pointer's key holds another type (anyone can write to Redis): none
+        status, exists = yield Batch(asked)
+        carrier = None
+    carrier_id = text(carrier)
+    if status is None and not exists and is_carrier_id(carrier_id) and not is_carrier_id(job_id):
+        return (yield from rq_job_of(str(carrier_id)))
     if status is None:
-        return "unknown" if exists else None  # a hash with no status: an old or odd one
-    return text(status)
+        return job_id, "unknown" if exists else None  # a hash with no status: an old or odd one
+    return job_id, text(status)
 
 
 def job_origin(job_id: str) -> Step[str | None]:
@@ -205,13 +224,14 @@ def job_live(job_id: str) -> Step[bool]:
     """Whether RQ may still run the job: it exists, has not ended in RQ's sense,
     and, when it says ``queued``, is still on a queue. A job whose entry left
     the queue without a worker starting it (a fault between the pop and the
-    start) says ``queued`` for ever and would never run: it is not live."""
-    state = yield from job_state(job_id)
+    start) says ``queued`` for ever and would never run: it is not live. A carrier's member is as live as
+    its carrier."""
+    rq_id, state = yield from rq_job_of(job_id)
     if state is None or state in ENDED_STATES:
         return False
     if state != "queued":
         return True
-    return bool((yield Eval(_ON_A_LIST, _queue_lists(), (job_id,))))
+    return bool((yield Eval(_ON_A_LIST, _queue_lists(), (rq_id,))))
 
 
 def workers_serving_step(queue: str) -> Step[int]:

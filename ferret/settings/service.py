@@ -94,6 +94,9 @@ class ServiceSettings(Strict):
     jobs_per_trip: int = Field(16, ge=1, le=256)
     """The most jobs a simple worker takes off a deep queue in one round trip and ends in one transaction
     (the lean layer; as many as the recent jobs run in 25 ms; one when one waits); 1: one job a trip."""
+    batch_lines_per_job: int = Field(16, ge=1, le=256)
+    """How many lines of a batch ride in one RQ job (a carrier: ``ferret.carriers``), each still its own
+    request (job id, claim, deadline, result, trace); 1: one RQ job a line."""
     jobs_per_horse: int = Field(1000, ge=1, le=1_000_000)
     """How many jobs a forking worker's work horse runs before a fresh one is forked (the lean layer:
     ``ferret.rq_layer.kept_horse``); 1: RQ's own, a horse forked for every job."""
