@@ -59,17 +59,20 @@ def test_bench_overhead_reports_batch_fast_path_and_agent_turn(env):
     prefetch ``ok``, every agent turn ``ok`` with the memory it wrote just before among its results."""
     printed, report = _bench(env, "overhead", 40)
     turns = 2 * (40 // 4)  # two rounds of a quarter of the jobs each
-    assert report["outcomes"] == {"batch": {"ok": 80}, "fast_path": {"ok": turns},
+    assert report["outcomes"] == {"batch": {"ok": 80}, "batch_one_job_a_line": {"ok": 80}, "fast_path": {"ok": turns},
                                   "agent_turn": {"ok": turns, "fresh": turns}}
     cpu = report["cpu_ms_per_job"]
     base = cpu["in_process"]["total"]
     assert base > 0
-    for kind in ("batch", "fast_path", "agent_turn"):
+    for kind in ("batch", "batch_one_job_a_line", "fast_path", "agent_turn"):
         row = cpu[kind]
         assert row["workers"] > 0 and row["producer"] > 0, kind
         assert abs(row["total"] - (row["workers"] + row["producer"] + row["redis"])) < 0.005, kind
         assert abs(report[f"{kind}_over_in_process"] - row["total"] / base) < 0.01, kind
         # Redis's own count: a job's enqueue alone is more than five commands (RQ's, in the put script).
         assert report["redis_commands_per_job"][kind] > 5, kind
+    # Lines in carriers (ferret.carriers): an RQ job's enqueue, start and end shared by 16 lines.
+    commands = report["redis_commands_per_job"]
+    assert commands["batch"] < commands["batch_one_job_a_line"], commands
     assert f"agent_turn: {cpu['agent_turn']['total']} ms a turn" in printed
     assert f"{report['redis_commands_per_job']['agent_turn']} Redis commands a turn" in printed

@@ -16,6 +16,7 @@ from rq import Queue
 from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry
 
+from ferret import keys
 from ferret.ingest import parse_memory_lines
 from ferret.job_ids import job_id_for
 from ferret.producer.batch import derived_request_id, recorded_run
@@ -141,9 +142,11 @@ def test_a_batch_started_while_redis_is_full_waits_for_room_then_finishes(tmp_pa
         _stop([worker])
 
 
-def test_resume_reenqueues_a_request_rq_ended_without_a_ferret_result(tmp_path, own_redis):
+@pytest.mark.parametrize("lines_per_job", [1, 16])
+def test_resume_reenqueues_a_request_rq_ended_without_a_ferret_result(tmp_path, own_redis, lines_per_job):
+    """One RQ job a line, and lines in a carrier (ferret.carriers): RQ ended the carrier, so all its lines."""
     server, admin = own_redis
-    env = _env(server.url)
+    env = {**_env(server.url), "FERRET_SERVICE__BATCH_LINES_PER_JOB": str(lines_per_job)}
     lines = [json.dumps({"query": f"BTC thesis {i}", "namespace": "sample"}) for i in range(5)]
     source, out = tmp_path / "lost.jsonl", tmp_path / "out.jsonl"
     source.write_text("\n".join(lines) + "\n")
@@ -152,7 +155,11 @@ def test_resume_reenqueues_a_request_rq_ended_without_a_ferret_result(tmp_path, 
     assert first.returncode == 5 and _rows(out) == []  # no worker yet: all unfinished (exit 5: not yet)
     # RQ ended line 3's job as failed (say, a worker died under OOM) and no Ferret result was written.
     lost = job_id_for("sample", derived_request_id(recorded_run(out), 3, lines[2]))
+    carrier = admin.get(keys.carried_by(lost))
+    assert (carrier is not None) == (lines_per_job > 1)
+    lost = carrier.decode() if carrier is not None else lost  # the RQ job that runs line 3
     queue = Queue("batch", connection=admin)
+    assert admin.llen(queue.key) == (1 if lines_per_job > 1 else 5)
     assert admin.lrem(queue.key, 1, lost) == 1
     job = Job.fetch(lost, connection=admin)
     job.set_status(JobStatus.FAILED)

@@ -62,7 +62,7 @@ def test_a_prefetch_claims_its_twin_slot_in_the_put_and_looks_at_the_holder_when
         if isinstance(op, Eval):
             return [0]  # the slot is held: nothing was put
         if isinstance(op, Batch):
-            return [b"queued", 1]  # the holder is a live RQ job
+            return [b"queued", 1, None]  # the holder is a live RQ job (in no carrier)
         if not isinstance(op, Call):
             return 1000.0  # Now
         if op.args[0] == "GET":
@@ -106,19 +106,49 @@ def test_lost_is_a_job_rq_no_longer_has_and_no_result():
 
     def gone(op: Any) -> Any:
         if isinstance(op, Batch):
-            return [None, 0]  # no status, no hash: RQ has no such job
+            return [None, 0, None]  # no status, no hash, no carrier: RQ has no such job
         return {"EXISTS": 0}[op.args[0]]
 
     assert play(RULES.lost(handle), gone)[0] is True
 
     def still_queued(op: Any) -> Any:
         if isinstance(op, Batch):
-            return [b"queued", 1]
+            return [b"queued", 1, None]
         if isinstance(op, Eval):
             return 1  # on a queue's list
         raise AssertionError(op)
 
     assert play(RULES.lost(handle), still_queued)[0] is False
+
+
+def test_a_batch_line_in_a_carrier_is_as_live_as_its_carrier():
+    """A line has no RQ job of its own: its pointer names its carrier, whose state (and place on a queue) is
+    the line's (``ferret.carriers``)."""
+    member, carrier = "fr-" + "1" * 32, "fr-c-" + "2" * 32
+    handle = JobHandle(member, "batch", "ns", "r1", "t" * 32)
+    looked: list[str] = []
+
+    def queued(op: Any) -> Any:
+        if isinstance(op, Batch):
+            key = op.calls[0][1]
+            looked.append(key)
+            return [None, 0, carrier.encode()] if member in key else [b"queued", 1, None]
+        if isinstance(op, Eval):
+            assert op.args == (carrier,)  # the carrier's id is looked for on the queues, not the line's
+            return 1
+        raise AssertionError(op)
+
+    assert play(RULES.lost(handle), queued)[0] is False
+    assert looked == [f"rq:job:{member}", f"rq:job:{carrier}"]
+    assert play(RULES.status(handle), lambda op: {"GETRANGE": b""}[op.args[0]] if isinstance(op, Call)
+                else queued(op))[0].rq_state == "queued"
+
+    def pointer_to_a_line(op: Any) -> Any:  # a pointer anyone wrote that names no carrier: not followed
+        if isinstance(op, Batch):
+            return [None, 0, ("fr-" + "3" * 32).encode()]
+        return {"EXISTS": 0}[op.args[0]]
+
+    assert play(RULES.lost(handle), pointer_to_a_line)[0] is True
 
 
 def test_a_result_is_read_with_a_cap_and_garbage_is_a_bad_result():
@@ -192,7 +222,7 @@ def test_a_job_that_ends_between_the_status_reads_is_seen_with_its_result():
     stored = stored_result(RetrievalResult(job_id=job_id, namespace="ns", queue="batch", status="ok",
                                            timestamps=Timestamps(enqueued_at=990.0, deadline_at=995.0,
                                                                  finished_at=991.0)), RULES.signing_key)
-    world = {"result": b"", "rq": [b"started", 1]}  # running: no result yet, RQ's job started
+    world = {"result": b"", "rq": [b"started", 1, None]}  # running: no result yet, RQ's job started
     reads = 0
 
     def answer(op: Any) -> Any:
@@ -200,7 +230,7 @@ def test_a_job_that_ends_between_the_status_reads_is_seen_with_its_result():
         reply = world["rq"] if isinstance(op, Batch) else {"GETRANGE": world["result"]}[op.args[0]]
         reads += 1
         if reads == 1:  # the job ends now: its result, then RQ's success (the job hash deleted)
-            world["result"], world["rq"] = stored, [None, 0]
+            world["result"], world["rq"] = stored, [None, 0, None]
         return reply
 
     state, asked = play(RULES.status(job_id), answer)
