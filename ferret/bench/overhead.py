@@ -8,7 +8,10 @@ On a private redis-server, a namespace of ``memories`` synthetic memories
   this process, one after another: CPU per query;
 - **batch**: ``run_batch`` (what ``ferret batch`` runs) sends the queries
   through ``workers`` simple workers: CPU per job of the workers, of the
-  producer (this process) and of redis-server;
+  producer (this process) and of redis-server; its lines in carriers
+  (``service.batch_lines_per_job``, ``ferret.carriers``);
+- **batch_one_job_a_line**: the same with one RQ job a line (the setting at
+  1), alternated with the batch row (which of the two goes first);
 - **fast path**: one prefetch job at a time, enqueued and waited for (an
   agent's turn without the write): the same three;
 - **agent turn**: one agent's turns one after another, each as an agent's
@@ -20,7 +23,7 @@ On a private redis-server, a namespace of ``memories`` synthetic memories
   writes into their index on a later job or query, inside the other paths'
   figures.
 
-Rounds alternate the four; the medians of the rounds are printed, with the
+Rounds alternate the paths; the medians of the rounds are printed, with the
 service's total over the in-process figure (issue target for the batch: at
 most 2x), the Redis commands a job (those Lua scripts run included), and
 every job's outcome (a turn's also whether its prefetch found
@@ -62,7 +65,7 @@ from ferret.worker.core.resources import build_resources
 from ferret.worker.pipeline.orchestrator import run_pipeline
 
 NAMESPACE = "overhead"
-PATHS = ("batch", "fast_path", "agent_turn")
+PATHS = ("batch", "batch_one_job_a_line", "fast_path", "agent_turn")
 NO_CACHE = {"FERRET_CACHE__ENABLED": "false", "FERRET_CACHE__COALESCE": "false"}
 
 
@@ -78,6 +81,9 @@ class _Service:
         self.server_pid = server_pid
         self.workers = start_workers(self.env, workers, "simple", self.client)
         self.producer = Producer(self.client, load_settings(environ=self.env))
+        # the batch as before carriers: one RQ job a line (service.batch_lines_per_job 1)
+        self.one_job_a_line = Producer(self.client, load_settings(
+            environ={**self.env, "FERRET_SERVICE__BATCH_LINES_PER_JOB": "1"}))
 
     @cached_property
     def agent(self) -> Client:
@@ -152,10 +158,9 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
                     each.producer.wait(handle, 600)  # every worker's index warm
             agent_turns(agent.agent, 20, "warm", Counter())
             run_pipeline(corpus.query(), resources.backends.for_namespace(NAMESPACE), settings.pipeline)
-            rows: dict[str, list[dict[str, float]]] = {"in_process": [], "batch": [], "fast_path": [],
-                                                       "agent_turn": []}
+            rows: dict[str, list[dict[str, float]]] = {"in_process": [], **{kind: [] for kind in PATHS}}
             commands: dict[str, list[float]] = {kind: [] for kind in PATHS}
-            outcomes: dict[str, Counter[str]] = {"batch": Counter(), "fast_path": Counter(), "agent_turn": Counter()}
+            outcomes: dict[str, Counter[str]] = {kind: Counter() for kind in PATHS}
             for number in range(rounds):
                 queries = [corpus.query() for _ in range(jobs)]
                 own = _own_cpu()
@@ -163,16 +168,19 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
                     backend = resources.backends.for_namespace(NAMESPACE)
                     run_pipeline(query, backend, settings.pipeline)
                 rows["in_process"].append({"total": (_own_cpu() - own) / jobs * 1000})
-                lines = [json.dumps({"query": corpus.query(), "namespace": NAMESPACE}) for _ in range(jobs)]
-                out = Path(home) / "batch.jsonl"
+                batches = {"batch": service.producer, "batch_one_job_a_line": service.one_job_a_line}
+                for kind in sorted(batches, reverse=number % 2 == 1):  # the two alternate which goes first
+                    lines = [json.dumps({"query": corpus.query(), "namespace": NAMESPACE}) for _ in range(jobs)]
+                    out = Path(home) / "batch.jsonl"
 
-                def batch(lines: list[str] = lines, out: Path = out) -> None:
-                    summary = run_batch(service.producer, lines, out, wait_seconds=600)
-                    outcomes["batch"].update(summary.by_status)
-                    outcomes["batch"]["unfinished"] += summary.unfinished
-                    outcomes["batch"]["bad_results"] += summary.bad_results
+                    def batch(lines: list[str] = lines, out: Path = out, kind: str = kind,
+                              producer: Producer = batches[kind]) -> None:
+                        summary = run_batch(producer, lines, out, wait_seconds=600)
+                        outcomes[kind].update(summary.by_status)
+                        outcomes[kind]["unfinished"] += summary.unfinished
+                        outcomes[kind]["bad_results"] += summary.bad_results
 
-                _record(rows, commands, "batch", service.measure(batch, jobs))
+                    _record(rows, commands, kind, service.measure(batch, jobs))
                 fast = max(1, jobs // 4)
 
                 def one_at_a_time(fast: int = fast) -> None:
