@@ -120,7 +120,8 @@ class QueueDepthCollector(Collector):
     @staticmethod
     def families() -> list[GaugeMetricFamily | CounterMetricFamily]:
         """What it exports, with no samples (the reference pages read them)."""
-        return [GaugeMetricFamily("ferret_queue_depth", "Jobs waiting in each queue.", labels=["queue"]),
+        return [GaugeMetricFamily("ferret_queue_depth", "RQ jobs waiting in each queue (a batch carrier is one).",
+                                  labels=["queue"]),
                 GaugeMetricFamily("ferret_queue_oldest_wait_seconds",
                                   "How long the job at the head of each queue has waited (0: empty).",
                                   labels=["queue"]),
