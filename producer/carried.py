@@ -13,7 +13,9 @@ whatever its size:
    RQ's own commands (``EnqueueCommands``).
 
 The lines are sorted by deadline first, so a carrier's members have deadlines close together; a carrier's
-hard time limit is its latest member's deadline plus the grace, as a job's is. A crash between the claims
+hard time limit is its latest member's deadline plus the grace, as a job's is. A carrier is closed early when
+one more line could take its data past what a worker inflates (``limits.job_data_cap()``, which has room for
+the largest request alone): a carrier of long requests carries fewer of them. A crash between the claims
 and the transaction leaves claims with no job: the usual way takes such a claim for lost and enqueues its
 request again (a resumed batch).
 """
@@ -21,6 +23,8 @@ request again (a resumed batch).
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from ferret import keys
 from ferret.carriers import carrier_payload, new_carrier_id
@@ -34,6 +38,9 @@ from ferret.steps import Batch, Now, Replicate, Step
 from ferret.tracing import new_trace_id
 
 Answer = JobHandle | Exception | None
+# Room in a carrier's data (as the workers inflate it, capped at ``limits.job_data_cap()``) for what is not its
+# members' payloads: its own fields, its signature, RQ's wrapping of the call (JSON punctuation a member).
+CARRIER_OVERHEAD_BYTES = 64 * 1024
 
 
 def enqueue_carried(rules: ProducerRules, requests: list[Any], per_job: int) -> Step[list[Answer]]:
@@ -72,24 +79,43 @@ def enqueue_carried(rules: ProducerRules, requests: list[Any], per_job: int) -> 
     versions = {name: int(value or 0) for name, value in zip(namespaces, read, strict=True)}
     now = yield Now()
     members.sort(key=lambda member: member[3])
-    service = rules.settings.service
     writes: list[tuple[Any, ...]] = []
-    for start in range(0, len(members), per_job):
-        carrier_id = new_carrier_id()
-        carried = []
-        for index, request, job_id, deadline, trace_id in members[start:start + per_job]:
-            version = versions[request.namespace]
-            envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id, now=now)
-            carried.append((job_id, envelope.to_payload()))
-            writes.append(("SET", keys.carried_by(job_id), carrier_id, "EX", rules.claim_ttl(request, deadline)))
-            answers[index] = JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
-                                       deadline_at=envelope.deadline_at, memory_version=version, request=request)
-        payload = carrier_payload(carried)
-        if rules.signing_key is not None:
-            payload = sign_job(rules.signing_key, carrier_id, payload)
-        latest = max(deadline for _, _, _, deadline, _ in members[start:start + per_job])
-        writes.extend(rules.enqueue_commands("batch", payload, carrier_id, timeout=rules.hard_timeout(latest),
-                                             failure_ttl=service.ttls()["batch"][0], now=now))
+    room = rules.settings.limits.job_data_cap() - CARRIER_OVERHEAD_BYTES
+    carrier_id, carried, filled = new_carrier_id(), [], 0  # the carrier being filled: its members, their size
+    for index, request, job_id, deadline, trace_id in members:
+        version = versions[request.namespace]
+        envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id, now=now)
+        payload = envelope.to_payload()
+        size = json_size_bound(payload)
+        if carried and (len(carried) == per_job or filled + size > room):
+            writes.extend(_carrier_writes(rules, carrier_id, carried, now))
+            carrier_id, carried, filled = new_carrier_id(), [], 0
+        carried.append((job_id, payload, deadline))
+        filled += size
+        writes.append(("SET", keys.carried_by(job_id), carrier_id, "EX", rules.claim_ttl(request, deadline)))
+        answers[index] = JobHandle(job_id, request.queue, request.namespace, request.request_id, trace_id,
+                                   deadline_at=envelope.deadline_at, memory_version=version, request=request)
+    writes.extend(_carrier_writes(rules, carrier_id, carried, now))
     yield Batch(tuple(writes), transaction=True)
     yield Replicate(f"the enqueue of {len(members)} batch lines")
     return answers
+
+
+def _carrier_writes(rules: ProducerRules, carrier_id: str, carried: list[tuple[str, dict[str, Any], float]],
+                    now: float) -> tuple[tuple[Any, ...], ...]:
+    """RQ's enqueue of the carrier of ``carried`` (job id, payload, deadline in seconds), signed when signing
+    is on; its hard time limit its latest member's deadline plus the grace."""
+    payload = carrier_payload([(job_id, member) for job_id, member, _ in carried])
+    if rules.signing_key is not None:
+        payload = sign_job(rules.signing_key, carrier_id, payload)
+    latest = max(deadline for _, _, deadline in carried)
+    return rules.enqueue_commands("batch", payload, carrier_id, timeout=rules.hard_timeout(latest),
+                                  failure_ttl=rules.settings.service.ttls()["batch"][0], now=now)
+
+
+def json_size_bound(payload: dict[str, Any]) -> int:
+    """At least the bytes of ``payload`` in RQ's JSON (``json.dumps``, every non-ASCII character escaped:
+    a character of 2-4 bytes in UTF-8 becomes 6 or 12), from its compact UTF-8 JSON: three times that when
+    it is not all ASCII."""
+    compact = orjson.dumps(payload)
+    return len(compact) if compact.isascii() else 3 * len(compact)

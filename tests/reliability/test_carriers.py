@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +255,20 @@ def test_a_pointer_that_is_not_a_string_is_no_carrier(redis_client, env, sample_
     assert producer.status(first).rq_state is None
     assert producer.run(producer.rules.lost(first))
     assert producer.status(second).rq_state == "queued"
+
+
+def test_a_carrier_of_long_lines_stays_within_what_a_worker_inflates(redis_client, env, settings,
+                                                                      sample_namespace):
+    """Each line alone fits the workers' cap on a job's data (room for the largest request); 16 of them would
+    not. The producer closes a carrier before one more line could take it past the cap: every carrier is
+    read, every line ends ``ok``."""
+    producer = _producer(redis_client, env)
+    history = [{"role": "user", "content": "😀" * 4000}] * 10  # 12 bytes a character in RQ's JSON
+    lines = [{**line, "history": history} for line in _lines(sample_namespace, 5, tag="long")]
+    handles = producer.enqueue_carried(lines)
+    cap = producer.settings.limits.job_data_cap()
+    sizes = [len(zlib.decompress(redis_client.hget(f"rq:job:{carrier_id}", "data")))
+             for carrier_id in _queue(redis_client).job_ids]
+    assert len(sizes) == 3 and all(size <= cap for size in sizes), (sizes, cap)
+    _burst(redis_client, settings)
+    assert [producer.result(h).status for h in handles] == ["ok"] * 5  # type: ignore[union-attr]
