@@ -205,6 +205,9 @@ def run(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip: int 
             "jobs_per_trip": jobs_per_trip or "the setting's", "cpu_ms_per_job": medians,
             "redis_commands_per_job": {kind: round(statistics.median(counts), 1) for kind, counts in commands.items()},
             **{f"{kind}_over_in_process": round(medians[kind]["total"] / base, 2) for kind in PATHS},
+            "each_round_over_in_process": {kind: [round(row["total"] / own["total"], 2)
+                                                  for row, own in zip(rows[kind], rows["in_process"], strict=True)]
+                                           for kind in PATHS},
             "outcomes": {kind: {status: count for status, count in counts.items() if count}
                          for kind, counts in outcomes.items()}}
 

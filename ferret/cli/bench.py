@@ -259,7 +259,8 @@ def overhead(jobs: int, rounds: int, memories: int, workers: int, jobs_per_trip:
         unit, client = ("a turn", "the agent's client") if kind == "agent_turn" else ("a job", "producer")
         click.echo(f"{kind}: {row['total']} ms {unit} (workers {row['workers']}, {client} {row['producer']}, "
                    f"redis {row['redis']}), {report[kind + '_over_in_process']}x the in-process pipeline; "
-                   f"{report['redis_commands_per_job'][kind]} Redis commands {unit} (Lua's included)")
+                   f"{report['redis_commands_per_job'][kind]} Redis commands {unit} (Lua's included); each round "
+                   + ", ".join(f"{ratio}x" for ratio in report["each_round_over_in_process"][kind]))
     click.echo("outcomes: " + "; ".join(f"{kind} {json.dumps(counts)}" for kind, counts in report["outcomes"].items()))
     click.echo(json.dumps(report))
 

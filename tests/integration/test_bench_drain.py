@@ -69,6 +69,7 @@ def test_bench_overhead_reports_batch_fast_path_and_agent_turn(env):
         assert row["workers"] > 0 and row["producer"] > 0, kind
         assert abs(row["total"] - (row["workers"] + row["producer"] + row["redis"])) < 0.005, kind
         assert abs(report[f"{kind}_over_in_process"] - row["total"] / base) < 0.01, kind
+        assert len(report["each_round_over_in_process"][kind]) == 2, kind
         # Redis's own count: a job's enqueue alone is more than five commands (RQ's, in the put script).
         assert report["redis_commands_per_job"][kind] > 5, kind
     # Lines in carriers (ferret.carriers): an RQ job's enqueue, start and end shared by 16 lines.
