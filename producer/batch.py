@@ -176,10 +176,11 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
 
         def enqueue_chunk() -> None:
             requests = [request for _, _, request, _ in chunk]
-            answers = producer.enqueue_carried(requests)  # fresh lines, several an RQ job (ferret.carriers)
-            usual = [number for number, answer in enumerate(answers) if answer is None]
-            for number, answer in zip(usual, producer.enqueue_many([requests[n] for n in usual]), strict=True):
-                answers[number] = answer
+            carried = producer.enqueue_carried(requests)  # fresh lines, several an RQ job (ferret.carriers)
+            # the others (None), the usual way: one RQ job each
+            others = [request for request, answer in zip(requests, carried, strict=True) if answer is None]
+            usual = iter(producer.enqueue_many(others))
+            answers: list[JobHandle | Exception] = [next(usual) if answer is None else answer for answer in carried]
             for (number, line, _request, own_id), answer in zip(chunk, answers, strict=True):
                 if isinstance(answer, InvalidRequest):
                     _invalid(out, summary, run, number, line, answer)

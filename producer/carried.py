@@ -81,7 +81,8 @@ def enqueue_carried(rules: ProducerRules, requests: list[Any], per_job: int) -> 
     members.sort(key=lambda member: member[3])
     writes: list[tuple[Any, ...]] = []
     room = rules.settings.limits.job_data_cap() - CARRIER_OVERHEAD_BYTES
-    carrier_id, carried, filled = new_carrier_id(), [], 0  # the carrier being filled: its members, their size
+    carried: list[tuple[str, dict[str, Any], float]] = []  # the carrier being filled: its members
+    carrier_id, filled = new_carrier_id(), 0  # its id, its members' size
     for index, request, job_id, deadline, trace_id in members:
         version = versions[request.namespace]
         envelope = JobEnvelope.new(request, deadline, memory_version=version, trace_id=trace_id, now=now)
