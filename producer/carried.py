@@ -45,6 +45,8 @@ CARRIER_OVERHEAD_BYTES = 64 * 1024
 
 def enqueue_carried(rules: ProducerRules, requests: list[Any], per_job: int) -> Step[list[Answer]]:
     answers: list[Answer] = [None] * len(requests)
+    if per_job < 2:  # carriers off: every request the usual way, validated there (once)
+        return answers
     fresh: list[tuple[int, RetrievalRequest, str, float, str]] = []  # index, request, job id, deadline, trace id
     for index, raw in enumerate(requests):
         try:
@@ -55,7 +57,7 @@ def enqueue_carried(rules: ProducerRules, requests: list[Any], per_job: int) -> 
         if request.queue == "batch" and request.request_id is not None:
             fresh.append((index, request, job_id_for(request.namespace, request.request_id), rules.deadline(request),
                           new_trace_id()))
-    if per_job < 2 or not fresh:
+    if not fresh:
         return answers
     calls: list[tuple[Any, ...]] = []
     for _, request, job_id, deadline, trace_id in fresh:
