@@ -18,6 +18,7 @@ checked once for all members (it covers them).
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -28,6 +29,7 @@ CARRIER_PREFIX = "fr-c-"
 CARRIER_FIELD = "carrier"
 MEMBERS_FIELD = "members"
 MAX_MEMBERS = 256
+_CARRIER_ID = re.compile(re.escape(CARRIER_PREFIX) + r"[0-9a-f]{32}")  # as ferret.job_ids writes its own
 
 
 def new_carrier_id() -> str:
@@ -35,8 +37,7 @@ def new_carrier_id() -> str:
 
 
 def is_carrier_id(value: Any) -> bool:
-    return (isinstance(value, str) and value.startswith(CARRIER_PREFIX) and len(value) == len(CARRIER_PREFIX) + 32
-            and all(c in "0123456789abcdef" for c in value[len(CARRIER_PREFIX):]))
+    return isinstance(value, str) and _CARRIER_ID.fullmatch(value) is not None
 
 
 def carrier_payload(members: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

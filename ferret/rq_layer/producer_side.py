@@ -28,7 +28,7 @@ from rq.utils import utcformat
 from rq.worker_registration import WORKERS_BY_QUEUE_KEY
 
 from ferret import keys
-from ferret.carriers import is_carrier_id
+from ferret.carriers import MEMBERS_FIELD, is_carrier, is_carrier_id
 from ferret.contract import JOB_FUNCTION, QUEUES
 from ferret.inflate import InflatesTooLarge, inflate_capped
 from ferret.records import visible
@@ -87,8 +87,8 @@ class EnqueueCommands:
 
 def _description(queue: str, payload: Any) -> str:
     """What ``rq info`` and dashboards show for a job: its queue and namespace, never the query."""
-    if isinstance(payload, dict) and isinstance(payload.get("members"), list):  # a carrier (ferret.carriers)
-        return f"ferret retrieval ({queue}, {len(payload['members'])} lines)"
+    if is_carrier(payload) and isinstance(payload.get(MEMBERS_FIELD), list):
+        return f"ferret retrieval ({queue}, {len(payload[MEMBERS_FIELD])} lines)"
     namespace = payload.get("request", {}).get("namespace", "?") if isinstance(payload, dict) else "?"
     return f"ferret retrieval ({queue}, namespace {namespace})"
 
