@@ -152,7 +152,7 @@ class ProducerRules:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.signing_key = settings.security.key()  # jobs are signed with it, results checked with it
-        self.enqueue_commands = EnqueueCommands()
+        self.enqueue_commands = EnqueueCommands.shared()
         self._fingerprint = answer_fingerprint(settings)
 
     # -- reading ------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ a failover (MOVED answers, topology refreshed on errors).
 
 from __future__ import annotations
 
+import queue
 from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
@@ -231,6 +232,17 @@ MAX_CONNECTIONS = 1000
 POOL_WAIT_SECONDS = 30.0
 
 
+class _FreeSlots(queue.LifoQueue[Any]):
+    """A blocking pool's queue of free slots, born full: redis-py fills a new pool's queue with one ``None``
+    per connection it may open, a ``put_nowait`` each, until the queue says it is full; at
+    ``MAX_CONNECTIONS`` that was ~1-2 ms of a client's start (an agent's ``ferret.connect()``). This queue
+    starts with its slots in it, so the fill ends at its first ``put_nowait``; the pool uses it as before."""
+
+    def __init__(self, maxsize: int = 0) -> None:
+        super().__init__(maxsize)
+        self.queue.extend([None] * maxsize)
+
+
 def client_for(url: str) -> redis.Redis:
     """A client for ``url`` (raw bytes, as RQ needs), with health checks, that
     rides out a Redis restart (connection errors retried for about ten
@@ -246,7 +258,8 @@ def client_for(url: str) -> redis.Redis:
         if is_sentinel_url(url):
             return _sentinel_client(url, health_check_interval=30, retry=PatientRetry(redacted(url)))
         pool = redis.BlockingConnectionPool.from_url(url, health_check_interval=30, retry=PatientRetry(redacted(url)),
-                                                     max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT_SECONDS)
+                                                     max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT_SECONDS,
+                                                     queue_class=_FreeSlots)
         client = redis.Redis(connection_pool=pool)
         client.auto_close_connection_pool = True  # as from_url's: closing the client closes its pool
         return client

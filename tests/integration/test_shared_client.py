@@ -26,3 +26,27 @@ def test_threads_past_the_pool_size_wait_for_a_connection_instead_of_failing(red
         thread.join(30)
     assert failures == [] and not any(thread.is_alive() for thread in threads)
     client.close()
+
+
+def test_a_new_pool_has_every_slot_free_and_a_thread_past_them_waits_its_turn(redis_server, monkeypatch):
+    """The pool's queue of free slots is born full (no fill a slot at a time): as many slots as the pool
+    may open connections, each opened on first use, and a thread past them waits for one to be handed
+    back rather than failing, after a reset (a fork's child) too."""
+    from ferret.redis_plumbing import redis_conn
+
+    monkeypatch.setattr(redis_conn, "MAX_CONNECTIONS", 2)
+    client = client_for(redis_server.url)
+    pool = client.connection_pool
+    assert pool.pool.qsize() == 2 and pool.pool.full()
+    pool.reset()  # what redis-py does in a forked child
+    assert pool.pool.qsize() == 2 and pool.pool.full()
+    served: list[object] = []
+    threads = [threading.Thread(target=lambda: served.append(client.blpop(["ferret-test:nothing"], 0.3)))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert served == [None, None, None]
+    assert len(pool._connections) <= 2  # a thread past the two waited for one of them, opened no third
+    client.close()

@@ -61,3 +61,19 @@ def test_a_templated_enqueue_makes_a_job_rqs_worker_reads_back():
     assert (job.func_name, list(job.args), job.origin, job.timeout, job.failure_ttl) == \
         (JOB_FUNCTION, [payload], "batch", 30, 600)
     assert job.get_status() == "queued" and client.lrange("rq:queue:batch", 0, -1) == [b"j-1"]
+
+
+def test_producers_share_one_enqueue_template_and_it_still_makes_rqs_own_commands():
+    """A producer's start builds no enqueue machinery of its own (RQ's queues and templates are the same for
+    every producer of the process); the shared one gives what a fresh one gives."""
+    from ferret.producer.client import Producer
+    from ferret.settings import load_settings
+
+    settings = load_settings(environ={})
+    first, second = Producer(fakeredis.FakeRedis(), settings), Producer(fakeredis.FakeRedis(), settings)
+    assert first.queues.commands is second.queues.commands is first.rules.enqueue_commands
+    assert first.queues.commands is EnqueueCommands.shared()
+    payload = {"request": {"namespace": "n", "query": "q"}}
+    now = time.time()
+    assert EnqueueCommands.shared()("prefetch", payload, "j-2", 30, 600, now) == \
+        EnqueueCommands()("prefetch", payload, "j-2", 30, 600, now)
