@@ -29,6 +29,7 @@ from typing import Any, cast
 import redis
 from pydantic import ValidationError
 from pydantic_core import to_json
+from redis.commands.core import Script
 
 from ferret import keys
 from ferret.contract import RetrievalResult
@@ -46,34 +47,42 @@ UNBLOCKED_PAUSE_SECONDS = 0.1  # between slices that came back at once with no r
 
 # A result already there is another run's, or this very write's sent again (its answer lost with the
 # connection, the client's retry): the same bytes, answered as written, not as another run's.
-_WRITE_ONCE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if redis.pcall('GET', KEYS[1]) == ARGV[1] then return 1 end
-  return 0
-end
-if ARGV[2] ~= '' and redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
-  if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[4]) end
-  redis.call('DEL', KEYS[3])
-  redis.call('RPUSH', KEYS[3], '1')
-  redis.call('EXPIRE', KEYS[3], ARGV[3])
-  redis.call('PUBLISH', KEYS[3], '1')
-  if ARGV[5] ~= '' then
-    redis.call('SET', KEYS[4], ARGV[5], 'EX', ARGV[6])
-    redis.call('ZADD', KEYS[5], ARGV[7], KEYS[4])
-    if redis.call('TTL', KEYS[5]) < tonumber(ARGV[6]) then redis.call('EXPIRE', KEYS[5], ARGV[6]) end
-    local over = redis.call('ZCARD', KEYS[5]) - tonumber(ARGV[8])
-    if over > 0 then
-      local oldest = redis.call('ZPOPMIN', KEYS[5], over)
-      for i = 1, #oldest, 2 do
-        if string.match(oldest[i], '^ferret:ns:[%w_.-]+:cache:%x+$') then redis.call('DEL', oldest[i]) end
+# The write is a Lua function of where its keys and arguments start (``k``, ``a``: 0 for the script alone), so
+# a script that writes results and then RQ's success of their jobs (``ferret.worker.core.held_results``) runs
+# this very code.
+WRITE_ONCE_FUNCTION = """
+local function write_once(k, a)
+  if redis.call('EXISTS', KEYS[k + 1]) == 1 then
+    if redis.pcall('GET', KEYS[k + 1]) == ARGV[a + 1] then return 1 end
+    return 0
+  end
+  if ARGV[a + 2] ~= '' and redis.call('EXISTS', KEYS[k + 2]) == 1 then return 2 end
+  if redis.call('SET', KEYS[k + 1], ARGV[a + 1], 'NX', 'EX', ARGV[a + 3]) then
+    if ARGV[a + 2] ~= '' then redis.call('SET', KEYS[k + 2], ARGV[a + 2], 'EX', ARGV[a + 4]) end
+    redis.call('DEL', KEYS[k + 3])
+    redis.call('RPUSH', KEYS[k + 3], '1')
+    redis.call('EXPIRE', KEYS[k + 3], ARGV[a + 3])
+    redis.call('PUBLISH', KEYS[k + 3], '1')
+    if ARGV[a + 5] ~= '' then
+      redis.call('SET', KEYS[k + 4], ARGV[a + 5], 'EX', ARGV[a + 6])
+      redis.call('ZADD', KEYS[k + 5], ARGV[a + 7], KEYS[k + 4])
+      if redis.call('TTL', KEYS[k + 5]) < tonumber(ARGV[a + 6]) then redis.call('EXPIRE', KEYS[k + 5], ARGV[a + 6]) end
+      local over = redis.call('ZCARD', KEYS[k + 5]) - tonumber(ARGV[a + 8])
+      if over > 0 then
+        local oldest = redis.call('ZPOPMIN', KEYS[k + 5], over)
+        for i = 1, #oldest, 2 do
+          if string.match(oldest[i], '^ferret:ns:[%w_.-]+:cache:%x+$') then redis.call('DEL', oldest[i]) end
+        end
       end
     end
+    return 1
   end
-  return 1
+  return 0
 end
-return 0
 """
+WRITE_KEYS, WRITE_ARGS = 5, 8  # how many keys and arguments one write takes
+
+_WRITE_ONCE = WRITE_ONCE_FUNCTION + "return write_once(0, 0)\n"
 
 
 class WriteOutcome(IntEnum):
@@ -113,13 +122,21 @@ class ResultStore:
         self.by_queue = by_queue or {}
         self.cache_max_entries = cache_max_entries
         self._write_once = client.register_script(_WRITE_ONCE)
+        self._scripts: dict[str, Script] = {}
+
+    def script(self, source: str) -> Script:
+        """``source`` registered on the store's client (once a store)."""
+        script = self._scripts.get(source)
+        if script is None:
+            script = self._scripts[source] = self.client.register_script(source)
+        return script
 
     def write(self, result: RetrievalResult, trace: dict[str, Any] | None,
               cache: tuple[str, bytes, int] | None = None, body: bytes | None = None) -> WriteOutcome:
         """Store a final result (and trace, and a cache entry), in one call;
         nothing is written when a result is already there or the trace id is taken.
         ``body``: the result's JSON when the caller has it (it is not dumped again)."""
-        written = self._write_once(*self._keys_and_args(result, trace, cache, body))
+        written = self._write_once(*self.keys_and_args(result, trace, cache, body))
         if self.replicas is not None:
             self.replicas(f"the result of job {result.job_id}")
         return WriteOutcome(int(written))
@@ -129,15 +146,16 @@ class ResultStore:
         """``write``'s script queued on ``pipeline`` (no transaction: each write stands alone), by its digest:
         its answer is ``write``'s outcome as an int, or an error (``NOSCRIPT`` when Redis has not the script:
         ``load_write_script``). The replicas are the caller's to wait for, once for the pipeline."""
-        keys_, args = self._keys_and_args(result, trace, cache, body)
+        keys_, args = self.keys_and_args(result, trace, cache, body)
         pipeline.execute_command("EVALSHA", self._write_once.sha, len(keys_), *keys_, *args)
 
     def load_write_script(self) -> None:
         """Load ``write``'s script into Redis (a fresh or restarted server has none)."""
         self.client.script_load(_WRITE_ONCE)
 
-    def _keys_and_args(self, result: RetrievalResult, trace: dict[str, Any] | None,
-                       cache: tuple[str, bytes, int] | None, body: bytes | None) -> tuple[list[Any], list[Any]]:
+    def keys_and_args(self, result: RetrievalResult, trace: dict[str, Any] | None,
+                      cache: tuple[str, bytes, int] | None, body: bytes | None) -> tuple[list[Any], list[Any]]:
+        """The write script's keys (``WRITE_KEYS``) and arguments (``WRITE_ARGS``) for this result."""
         trace_key = keys.trace(result.trace_id) if result.trace_id else keys.trace("none")
         cache_key, cache_value, cache_ttl = cache or (keys.trace("none"), b"", 1)
         result_ttl, trace_ttl = self.by_queue.get(result.queue, (self.result_ttl, self.trace_ttl))

@@ -3,9 +3,10 @@
 One simple worker in this process drains a deep batch queue of fresh queries (a namespace of synthetic
 memories, cache off), in rounds that alternate the two ways of writing a batch job's result: held and
 written with the trip's others in one pipeline (``ferret.worker.core.held_results``, the worker's way),
-and written as each job ends (the way before, and still a prefetch job's). Each round prints the CPU this
-process spent inside the writes (``ResultStore.write`` and ``write_held``, timed where they are called) and
-in the whole drain, a job's share of each; both are this process's own CPU time, so the rest of the
+and written as each job ends (the way before, and still that of a prefetch job with others behind it). Each
+round prints the CPU this process spent inside the writes (``ResultStore.write``, ``write_held`` and
+``finish_held``, timed where they are called; the last sends RQ's success of the trip's jobs with their
+results, so the held way's writes hold that too) and in the whole drain, a job's share of each; both are this process's own CPU time, so the rest of the
 machine stays out of them (Redis's is not in them).
 
     ferret bench result-writes [--jobs 1500] [--rounds 3] [--memories 5000]
@@ -33,7 +34,7 @@ WARM_JOBS = 50
 def _writes_timed() -> Iterator[list[float]]:
     """The CPU seconds spent inside result writes while in the block (a one-item list, read at the end)."""
     spent = [0.0]
-    own, held = ResultStore.write, trip_batching.write_held
+    own, held, finish = ResultStore.write, trip_batching.write_held, trip_batching.finish_held
 
     def timed(write: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -46,11 +47,13 @@ def _writes_timed() -> Iterator[list[float]]:
 
     ResultStore.write = timed(own)  # type: ignore[method-assign]
     trip_batching.write_held = timed(held)
+    trip_batching.finish_held = timed(finish)
     try:
         yield spent
     finally:
         ResultStore.write = own  # type: ignore[method-assign]
         trip_batching.write_held = held
+        trip_batching.finish_held = finish
 
 
 def run(jobs: int, rounds: int, memories: int) -> dict[str, Any]:

@@ -60,7 +60,7 @@ from ferret.envelope import deadline_of
 from ferret.redis_plumbing.lean_transaction import lean_transaction
 from ferret.rq_layer.bookkeeping import lean_success, start_sent
 from ferret.rq_layer.intake import put_back_commands
-from ferret.worker.core.held_results import HOLD_MARGIN_SECONDS, HeldResult, write_held
+from ferret.worker.core.held_results import HOLD_MARGIN_SECONDS, HeldResult, finish_held, write_held
 from ferret.worker.core.report import after_job
 
 logger = logging.getLogger(__name__)
@@ -115,9 +115,12 @@ class JobsPerTrip:
             self.end_trip()
         began = time.process_time(), time.monotonic()
         # A batch job that is not alone in its trip (a carrier's members are not): its result is written with
-        # the trip's others.
-        job.ferret_hold = self._hold if job.origin == self.ferret_held_queue and (  # type: ignore[attr-defined]
-            self._held() or self._ferret_held_results or (job.args and is_carrier(job.args[0]))) else None
+        # the trip's others. A job alone in its trip (nobody's job waits behind it): its result is written
+        # with its success, in one call (``finish_held``).
+        batch = job.origin == self.ferret_held_queue and (
+            self._held() or self._ferret_held_results or (job.args and is_carrier(job.args[0])))
+        job.ferret_hold = self._hold if self.ferret_held_queue is not None and (  # type: ignore[attr-defined]
+            batch or not self._held()) else None
         try:
             return super().execute_job(job, queue)  # type: ignore[misc]
         finally:
@@ -220,6 +223,12 @@ class JobsPerTrip:
         stay started under this worker, for the reaper (a success sent later would end a job with no
         result)."""
         pipeline, self._ferret_kept_back = self._ferret_kept_back, None
+        if pipeline is not None and idle:
+            self.idle_commands(pipeline)  # type: ignore[attr-defined]
+        if pipeline is not None and self._ferret_held_results and self._finished_in_one_call(pipeline):
+            if idle:
+                self._ferret_state_written = WorkerStatus.IDLE
+            return
         try:
             self.write_held_results()
         except StopRequested:
@@ -233,11 +242,31 @@ class JobsPerTrip:
         if pipeline is None:
             return
         with pipeline:
-            if idle:
-                self.idle_commands(pipeline)  # type: ignore[attr-defined]
             pipeline.execute()
         if idle:
             self._ferret_state_written = WorkerStatus.IDLE
+
+    def _finished_in_one_call(self, pipeline: Any) -> bool:
+        """The results held and the commands on ``pipeline`` sent in one call (``finish_held``); False: not
+        (nothing of ``pipeline``'s was sent, the results are written the other way). Redis out of reach
+        raises ``HeldResultsUnwritten``, as writing them the other way does."""
+        held = self._ferret_held_results or []
+        try:
+            reports = finish_held(held, pipeline)
+        except StopRequested:
+            pipeline.reset()
+            raise
+        except Exception as exc:
+            pipeline.reset()
+            raise HeldResultsUnwritten(str(exc)) from exc
+        if reports is None:
+            return False
+        self._ferret_held_results = None
+        pipeline.reset()
+        for report in reports:
+            if report is not None:
+                after_job(getattr(self, "ferret_observers", ()), report)
+        return True
 
     def put_back_held(self) -> None:
         """The held jobs back at the front of their queues, in order, their starts undone."""

@@ -1,6 +1,8 @@
-"""A trip's batch results held by their worker and written together at its end
-(``ferret.worker.core.held_results``): every job still ends once, each write's outcome is the one a job's
-own write would have, and a worker lost with results held loses no job. Real redis-server, real workers."""
+"""A trip's batch results held by their worker and written together at its end, with RQ's success of their
+jobs in one call when each was written (``ferret.worker.core.held_results``), and a job alone in its trip
+ended the same way: every job still ends once, each write's outcome is the one a job's own write would have,
+RQ's success is never sent for a job whose result was not written, and a worker lost with results held loses
+no job. Real redis-server, real workers."""
 
 from __future__ import annotations
 
@@ -38,24 +40,40 @@ def _ended(worker, queue: str, status: str) -> float:
 
 @pytest.fixture
 def writes(monkeypatch) -> dict[str, list]:
-    """Each result written on a job's own path (``ResultStore.write``), and, at each trip's end, which of
-    the held jobs already had a result before the held ones were written."""
-    seen: dict[str, list] = {"own": [], "held": []}
-    own_write, held_write = ResultStore.write, trip_batching.write_held
+    """Each result written on a job's own path (``ResultStore.write``); at each trip's end, which of the held
+    jobs already had a result before the held ones were written, under ``one_call`` when they were written
+    with their success in one call (``finish_held``), else under ``held`` (``write_held``)."""
+    seen: dict[str, list] = {"own": [], "held": [], "one_call": []}
+    own_write, held_write, finish = ResultStore.write, trip_batching.write_held, trip_batching.finish_held
+
+    def before(results):  # type: ignore[no-untyped-def]
+        client = results[0].ctx.results.client if results else None
+        return [(one.result.job_id, bool(client.exists(keys.result(one.result.job_id)))) for one in results]
 
     def own(self, result, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen["own"].append(result.job_id)
         return own_write(self, result, *args, **kwargs)
 
     def held(results):  # type: ignore[no-untyped-def]
-        client = results[0].ctx.results.client if results else None
-        seen["held"].append([(one.result.job_id, bool(client.exists(keys.result(one.result.job_id))))
-                             for one in results])
+        seen["held"].append(before(results))
         return held_write(results)
+
+    def one_call(results, pipeline):  # type: ignore[no-untyped-def]
+        found = before(results)
+        reports = finish(results, pipeline)
+        if reports is not None:
+            seen["one_call"].append(found)
+        return reports
 
     monkeypatch.setattr(ResultStore, "write", own)
     monkeypatch.setattr(trip_batching, "write_held", held)
+    monkeypatch.setattr(trip_batching, "finish_held", one_call)
     return seen
+
+
+def _commands(redis_client: redis.Redis) -> dict[str, int]:
+    """Redis's count of each command run since its last ``CONFIG RESETSTAT``."""
+    return {name.removeprefix("cmdstat_"): stat["calls"] for name, stat in redis_client.info("commandstats").items()}
 
 
 def test_a_trips_batch_results_are_written_at_its_end_in_one_go(producer, redis_client, settings,
@@ -64,8 +82,8 @@ def test_a_trips_batch_results_are_written_at_its_end_in_one_go(producer, redis_
     worker = _worker(redis_client, settings, "batch", 6)
     worker.work(burst=True, with_scheduler=False)
     ids = [h.job_id for h in handles]
-    assert writes["own"] == []
-    assert [sorted(trip) for trip in writes["held"] if trip] == [sorted((job_id, False) for job_id in ids)]
+    assert writes["own"] == [] and not any(writes["held"])
+    assert [sorted(trip) for trip in writes["one_call"]] == [sorted((job_id, False) for job_id in ids)]
     assert [r.status for r in producer.results_of(handles)] == ["ok"] * 6  # type: ignore[union-attr]
     assert _ended(worker, "batch", "ok") == 6  # each job reported to the observers once, when written
     queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
@@ -73,15 +91,72 @@ def test_a_trips_batch_results_are_written_at_its_end_in_one_go(producer, redis_
     assert not list(redis_client.scan_iter("rq:job:*"))  # RQ's success went after the results
 
 
-def test_a_prefetch_trip_and_a_lone_batch_job_write_as_each_job_ends(producer, redis_client, settings,
-                                                                     sample_namespace, writes):
+def test_a_prefetch_trip_writes_as_each_job_ends_and_a_job_alone_ends_in_one_call(
+        producer, redis_client, settings, sample_namespace, writes):
+    """A prefetch's waiter waits on it: in a trip of four, each result is written as its job ends, but the
+    last one's, which no job waits behind, goes with its success; so does a lone batch job's."""
     prefetch = producer.enqueue_many(_requests(sample_namespace, 4, "prefetch"))
     _worker(redis_client, settings, "prefetch", 4).work(burst=True, with_scheduler=False)
     lone = producer.enqueue(_requests(sample_namespace, 1, tag="lone")[0])
     _worker(redis_client, settings, "batch", 4).work(burst=True, with_scheduler=False)
-    assert writes["own"] == [h.job_id for h in prefetch] + [lone.job_id]
-    assert [one for one in writes["held"] if one] == []
+    assert writes["own"] == [h.job_id for h in prefetch[:3]] and not any(writes["held"])
+    assert writes["one_call"] == [[(prefetch[3].job_id, False)], [(lone.job_id, False)]]
     assert [r.status for r in producer.results_of([*prefetch, lone])] == ["ok"] * 5  # type: ignore[union-attr]
+
+
+def test_a_lone_job_ends_in_one_round_trip_less(producer, redis_client, settings, sample_namespace, monkeypatch):
+    """A job alone in its trip: its result, its waiters' wake-up and RQ's success are one script, so it
+    sends one transaction fewer than a job ended the other way (result, then RQ's success transaction); RQ's
+    records say finished and the result is there either way."""
+    queue = Queue("prefetch", connection=redis_client, serializer=JSONSerializer)
+    sent = {}
+    for way in ("one call", "the other way"):
+        if way == "the other way":
+            monkeypatch.setattr(trip_batching, "finish_held", lambda results, pipeline: None)
+        handle = producer.enqueue(_requests(sample_namespace, 1, "prefetch", tag=way)[0])
+        worker = _worker(redis_client, settings, "prefetch", 4)
+        redis_client.config_resetstat()
+        worker.work(burst=True, with_scheduler=False)
+        sent[way] = _commands(redis_client)
+        assert producer.result(handle).status == "ok"  # type: ignore[union-attr]
+        assert queue.started_job_registry.count == 0 and queue.count == 0
+        assert not redis_client.exists(f"rq:job:{handle.job_id}")  # ended: RQ's success forgot it (result_ttl 0)
+        assert redis_client.hget(worker.key, "successful_job_count") == b"1"
+        assert _ended(worker, "prefetch", "ok") == 1
+    assert sent["the other way"]["exec"] - sent["one call"]["exec"] == 1
+    assert sent["one call"]["evalsha"] == sent["the other way"]["evalsha"]  # the result's script, or the one call
+
+
+def test_a_result_redis_refuses_at_the_end_keeps_its_success_back(producer, redis_client, settings,
+                                                                  sample_namespace, monkeypatch):
+    """Redis refuses writes (full past ``maxmemory``) when a lone job ends: the script that writes its result
+    and then RQ's success stops at the result, and the other way is refused too, so RQ's success is not
+    sent: the job stays started under the worker, and the reaper runs it again once Redis takes writes."""
+    handle = producer.enqueue(_requests(sample_namespace, 1, "prefetch")[0])
+    finish, held_write = trip_batching.finish_held, trip_batching.write_held
+
+    def full(results, pipeline):  # type: ignore[no-untyped-def]
+        redis_client.config_set("maxmemory", 1)
+        return finish(results, pipeline)
+
+    def still_full(results):  # type: ignore[no-untyped-def]
+        try:
+            return held_write(results)
+        finally:
+            redis_client.config_set("maxmemory", 0)
+
+    monkeypatch.setattr(trip_batching, "finish_held", full)
+    monkeypatch.setattr(trip_batching, "write_held", still_full)
+    refused = _worker(redis_client, settings, "prefetch", 4)
+    refused.work(burst=True, with_scheduler=False)
+    monkeypatch.undo()
+    queue = Queue("prefetch", connection=redis_client, serializer=JSONSerializer)
+    assert producer.results_of([handle]) == [None]
+    assert queue.started_job_registry.count == 1  # RQ's success would have taken it out
+    redis_client.delete(refused.key, trip_batching_lock_key())
+    _worker(redis_client, settings, "prefetch", 4).work(burst=True, with_scheduler=False)
+    assert producer.result(handle).status == "ok"  # type: ignore[union-attr]
+    assert queue.started_job_registry.count == 0
 
 
 def test_a_job_past_its_deadline_is_written_at_once(producer, redis_client, settings, sample_namespace, writes):
@@ -92,8 +167,8 @@ def test_a_job_past_its_deadline_is_written_at_once(producer, redis_client, sett
     requests[2]["deadline_seconds"] = 0.000001
     handles = producer.enqueue_many(requests)
     _worker(redis_client, settings, "batch", 4).work(burst=True, with_scheduler=False)
-    assert writes["own"] == [handles[2].job_id]
-    assert [sorted(trip) for trip in writes["held"] if trip] == [
+    assert writes["own"] == [handles[2].job_id] and not any(writes["held"])
+    assert [sorted(trip) for trip in writes["one_call"]] == [
         sorted((h.job_id, False) for h in handles if h is not handles[2])]
     assert [r.status for r in producer.results_of(handles)] == ["ok", "ok", "expired", "ok"]  # type: ignore[union-attr]
 
@@ -102,13 +177,14 @@ def test_held_results_are_written_before_a_job_with_a_later_deadline_starts(prod
                                                                           sample_namespace, writes):
     """A job may run until its own deadline, and a held job is still started: so results are held only past
     the start of a job whose deadline is within a second of theirs. Here the 60 s job runs first (earliest
-    deadline first) and its result is written before the 600 s ones start; those two are written together."""
+    deadline first) and its result is written (with its success) before the 600 s ones start; those two are
+    written together."""
     requests = _requests(sample_namespace, 3)
     requests[2]["deadline_seconds"] = 60
     handles = producer.enqueue_many(requests)
     _worker(redis_client, settings, "batch", 3).work(burst=True, with_scheduler=False)
-    assert writes["own"] == []
-    assert [sorted(trip) for trip in writes["held"] if trip] == [
+    assert writes["own"] == [] and not any(writes["held"])
+    assert [sorted(trip) for trip in writes["one_call"]] == [
         [(handles[2].job_id, False)], sorted((h.job_id, False) for h in handles[:2])]
     assert [r.status for r in producer.results_of(handles)] == ["ok"] * 3  # type: ignore[union-attr]
 
@@ -116,7 +192,8 @@ def test_held_results_are_written_before_a_job_with_a_later_deadline_starts(prod
 def test_each_held_write_has_the_outcome_of_a_jobs_own(producer, redis_client, settings, sample_namespace):
     """In one trip: a job another run had already answered (its answer stands, this one is dropped and not
     reported), a job whose payload names a trace id another job's trace holds (written under a new one),
-    and a plain one."""
+    and a plain one. The trace id taken stops the one call before RQ's success: the results go the other way,
+    then the success."""
     handles = producer.enqueue_many(_requests(sample_namespace, 3))
     earlier = RetrievalResult(job_id=handles[0].job_id, request_id=handles[0].request_id,
                               namespace=sample_namespace, queue="batch", status="failed", error="an earlier run",
@@ -136,20 +213,28 @@ def test_each_held_write_has_the_outcome_of_a_jobs_own(producer, redis_client, s
 
 def test_held_results_are_written_after_redis_lost_its_scripts(producer, redis_client, settings,
                                                                sample_namespace, monkeypatch, writes):
-    """A restart between the jobs and the trip's end empties Redis's script cache: every held write answers
-    NOSCRIPT; the script is loaded and they are sent again, together."""
-    handles = producer.enqueue_many(_requests(sample_namespace, 4))
-    held_write = trip_batching.write_held
+    """A restart between the jobs and the trip's end empties Redis's script cache: the one call answers
+    NOSCRIPT; the script is loaded and sent again, and all four end in it. Written the other way (the one
+    call not made), every held write answers NOSCRIPT; the script is loaded and they are sent again, together."""
+    handles = producer.enqueue_many(_requests(sample_namespace, 8))
+    held_write, finish = trip_batching.write_held, trip_batching.finish_held
 
     def after_a_restart(results):  # type: ignore[no-untyped-def]
         redis_client.script_flush()
         return held_write(results)
 
-    monkeypatch.setattr(trip_batching, "write_held", after_a_restart)
+    def one_call_after_a_restart(results, pipeline):  # type: ignore[no-untyped-def]
+        redis_client.script_flush()
+        return finish(results, pipeline)
+
+    monkeypatch.setattr(trip_batching, "finish_held", one_call_after_a_restart)
     worker = _worker(redis_client, settings, "batch", 4)
+    worker.work(burst=True, max_jobs=4, with_scheduler=False)
+    monkeypatch.setattr(trip_batching, "finish_held", lambda results, pipeline: None)
+    monkeypatch.setattr(trip_batching, "write_held", after_a_restart)
     worker.work(burst=True, with_scheduler=False)
-    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 4  # type: ignore[union-attr]
-    assert _ended(worker, "batch", "ok") == 4 and writes["own"] == []
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 8  # type: ignore[union-attr]
+    assert _ended(worker, "batch", "ok") == 8 and writes["own"] == []
 
 
 def test_a_worker_lost_with_results_held_loses_no_job(producer, redis_client, settings, sample_namespace,
@@ -185,6 +270,7 @@ def test_results_that_cannot_be_written_keep_their_jobs_success_back(producer, r
         return []
 
     monkeypatch.setattr(trip_batching, "write_held", out_of_reach)
+    monkeypatch.setattr(trip_batching, "finish_held", lambda results, pipeline: out_of_reach(results))
     cut_off = _worker(redis_client, settings, "batch", 4)
     cut_off.work(burst=True, with_scheduler=False)
     monkeypatch.undo()

@@ -30,9 +30,9 @@ def _transactions(redis_client) -> int:
 
 def test_a_deep_queue_is_served_several_jobs_a_trip_and_each_job_ends_once(producer, start_workers, redis_client,
                                                                             sample_namespace):
-    """Against the same worker taking one job a trip (its start and its success: two transactions a job),
-    a deep queue costs fewer transactions than jobs; every job has its one ``ok`` result and RQ's records
-    are left as a one-a-trip worker leaves them."""
+    """Against the same worker taking one job a trip (its start: a transaction a job; its success rides in
+    its result's script), a deep queue costs far fewer transactions than jobs; every job has its one ``ok``
+    result and RQ's records are left as a one-a-trip worker leaves them."""
     seen = {}
     for per_trip in (1, 16):
         handles = producer.enqueue_many(_requests(sample_namespace, JOBS, f"{per_trip}-"))
@@ -47,8 +47,8 @@ def test_a_deep_queue_is_served_several_jobs_a_trip_and_each_job_ends_once(produ
         assert queue.count == 0 and queue.started_job_registry.count == 0
         assert redis_client.llen(queue.intermediate_queue_key) == 0
         assert _rq_keys_left(redis_client) == [], per_trip
-    assert seen[1] >= 2 * JOBS, seen
-    assert seen[16] < JOBS, seen
+    assert seen[1] >= JOBS, seen
+    assert seen[16] < JOBS / 4, seen
 
 
 def test_a_stop_between_jobs_of_a_batch_puts_the_rest_back_in_order(producer, redis_client, settings,

@@ -17,9 +17,19 @@ as ``ResultStore.write``'s would be:
   one result is written on its own the way a job writes it (``write_with_trace``), which picks a new trace
   id, waits out what it waits out and raises what it raises.
 
+**Finished in one call** (``finish_held``): at the trip's end the held results and RQ's success bookkeeping
+of the trip (what the worker would send next, as one transaction) go in one script: the results are
+written first, by the result script's own code, and RQ's commands run only when every one of them was
+written or found another run's result there (whose success is sent on the other path too). Anything else
+(a trace id taken, a refusal, an error) runs none of RQ's commands: the results are then written the
+other way, as above, and the success is sent after them. A job alone in its trip is held too (nobody's
+result waits behind it), so it ends in one round trip instead of two: its result, its waiters' wake-up and
+its ``finished`` are one atomic step. Redis keeps a script's writes made before an error: a result written
+there is found by the other way's write as written (the same bytes).
+
 What a crash loses: nothing. A held job is started under its worker (in the started registry) until its
-success is sent after its result; a worker killed with results held leaves those jobs to the reaper, which
-runs them again (time left) or ends them ``failed`` with the reason, as any job of a dead worker.
+success is sent with or after its result; a worker killed with results held leaves those jobs to the reaper,
+which runs them again (time left) or ends them ``failed`` with the reason, as any job of a dead worker.
 """
 
 from __future__ import annotations
@@ -29,11 +39,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import NoScriptError
+from redis.client import EMPTY_RESPONSE, Pipeline
+from redis.exceptions import NoScriptError, ResponseError
 
 from ferret.contract import RetrievalResult
 from ferret.redis_plumbing.lean_transaction import lean_pipeline
-from ferret.results import WriteOutcome
+from ferret.results import WRITE_ARGS, WRITE_KEYS, WRITE_ONCE_FUNCTION, WriteOutcome
 from ferret.tracing import SpanCollector
 from ferret.worker.core.report import JobReport
 from ferret.worker.core.resources import WorkerResources
@@ -43,6 +54,36 @@ from ferret.worker.core.results import ResultDropped, dropped, trace_of, write_w
 # a result is held only with more than this left of its job's deadline (``run_job``), and no longer than
 # this past it (the trip writes its held results before a job whose deadline is this much later starts).
 HOLD_MARGIN_SECONDS = 1.0
+
+
+# The held results written (ARGV[1] of them, WRITE_KEYS keys and WRITE_ARGS arguments each), then, when each
+# was written or found another run's there, the commands: their count, then per command the count of its
+# arguments after its key, its name, those arguments (its key is the next of KEYS). Answers {ran, outcomes}.
+_FINISH = WRITE_ONCE_FUNCTION + f"""
+local held = tonumber(ARGV[1])
+local outcomes = {{}}
+for i = 1, held do
+  outcomes[i] = write_once((i - 1) * {WRITE_KEYS}, 1 + (i - 1) * {WRITE_ARGS})
+end
+for i = 1, held do
+  if outcomes[i] ~= 0 and outcomes[i] ~= 1 then return {{0, outcomes}} end
+end
+local k = held * {WRITE_KEYS}
+local a = 2 + held * {WRITE_ARGS}
+local n = tonumber(ARGV[a])
+a = a + 1
+for c = 1, n do
+  local count = tonumber(ARGV[a])
+  redis.call(ARGV[a + 1], KEYS[k + c], unpack(ARGV, a + 2, a + 1 + count))
+  a = a + 2 + count
+end
+return {{1, outcomes}}
+"""
+# What RQ's success and idle bookkeeping sends, every one with its key first: only these ride in the script
+# (a command of any other kind sends the trip's end the other way).
+_KEY_FIRST = frozenset({"HSET", "HDEL", "HINCRBY", "HINCRBYFLOAT", "HMSET", "ZADD", "ZREM", "SADD", "SREM",
+                        "EXPIRE", "PEXPIRE", "PERSIST", "DEL", "UNLINK", "SET", "XADD", "XTRIM", "LREM", "RPUSH",
+                        "LPUSH", "LTRIM"})
 
 
 @dataclass(frozen=True)
@@ -94,4 +135,56 @@ def write_held(held: Sequence[HeldResult]) -> list[JobReport | None]:
                 reports.append(None)
                 continue
             reports.append(dataclasses.replace(one.report, result=result, trace=trace, held=False))
+    return reports
+
+
+def _commands(pipeline: Pipeline) -> list[tuple[Any, ...]] | None:
+    """The commands queued on ``pipeline``, when every one may ride in the finish script."""
+    commands = []
+    for args, options in pipeline.command_stack:
+        name = args[0].upper() if isinstance(args[0], str) else None
+        if name not in _KEY_FIRST or len(args) < 2 or EMPTY_RESPONSE in options:
+            return None
+        commands.append(args)
+    return commands
+
+
+def finish_held(held: Sequence[HeldResult], pipeline: Pipeline) -> list[JobReport | None] | None:
+    """Write ``held`` and send the commands queued on ``pipeline`` in one script (see the module); each job's
+    report as written (None: dropped, another run's result was there). None when that could not be done in
+    one call: a command of another kind, replicas to wait for (their wait goes between the results and the
+    success), another server, or a result the script did not write (a trace id taken, a refusal, an error):
+    nothing of RQ's was sent then, and the caller writes ``held`` and sends ``pipeline`` the other way.
+    The pipeline is left as it was. Redis out of reach raises, as ``write_held`` does."""
+    if not held:
+        return None
+    store = held[0].ctx.results
+    commands = _commands(pipeline)
+    waits = store.replicas is not None and store.replicas.policy.replicas > 0
+    if commands is None or waits or pipeline.connection_pool is not store.client.connection_pool:
+        return None
+    traces = [trace_of(one.ctx, one.result, one.tracer) for one in held]
+    keys_: list[Any] = []
+    args: list[Any] = [len(held)]
+    for one, (_, kept) in zip(held, traces, strict=True):
+        result_keys, result_args = store.keys_and_args(one.result, kept, one.cache, one.body)
+        keys_ += result_keys
+        args += result_args
+    args.append(len(commands))
+    for name, key, *rest in commands:
+        keys_.append(key)
+        args += [len(rest), name, *rest]
+    try:
+        ran, outcomes = store.script(_FINISH)(keys=keys_, args=args)
+    except ResponseError:  # a key of another type, Redis full: the other way says which result, and why
+        return None
+    if not int(ran):
+        return None
+    reports: list[JobReport | None] = []
+    for one, (trace, _), outcome in zip(held, traces, outcomes, strict=True):
+        if int(outcome) == WriteOutcome.WRITTEN:
+            reports.append(dataclasses.replace(one.report, trace=trace, held=False))
+        else:  # another run's result was there first: this one is dropped (and said so)
+            dropped(one.result)
+            reports.append(None)
     return reports
