@@ -21,10 +21,12 @@ namespace's slot), so the wait covers exactly this write. Too few in time:
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import redis
+from redis.commands.core import Script
 from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptError, ReadOnlyError, TryAgainError
 
 from ferret import keys
@@ -160,6 +162,21 @@ def write_step(namespace: str, length: int, op: str, ids: list[str],
     return int(version), int(changed)
 
 
+_SCRIPTS: weakref.WeakKeyDictionary[Any, dict[str, Script]] = weakref.WeakKeyDictionary()
+
+
+def _registered(client: Any, source: str) -> Script:
+    """``source`` registered on ``client``, once a client (a log is made per write and per read; registering
+    hashes the script)."""
+    scripts = _SCRIPTS.get(client)
+    if scripts is None:
+        scripts = _SCRIPTS[client] = {}
+    script = scripts.get(source)
+    if script is None:
+        script = scripts[source] = client.register_script(source)
+    return script
+
+
 class ChangeLog:
     """Writes (with the store) and reads one namespace's changes."""
 
@@ -170,8 +187,14 @@ class ChangeLog:
         self.length = length
         self.replicas = replicas
         self.replica_timeout_ms = replica_timeout_ms
-        self._write = client.register_script(_WRITE)
-        self._after = client.register_script(_AFTER)
+
+    @property
+    def _write(self) -> Script:
+        return _registered(self.client, _WRITE)
+
+    @property
+    def _after(self) -> Script:
+        return _registered(self.client, _AFTER)
 
     def write(self, op: str, ids: list[str], values: list[str] | None = None,
               embeddings: list[bytes] | None = None) -> tuple[int, int]:
