@@ -6,8 +6,8 @@ written with the trip's others in one pipeline (``ferret.worker.core.held_result
 and written as each job ends (the way before, and still that of a prefetch job with others behind it). Each
 round prints the CPU this process spent inside the writes (``ResultStore.write``, ``write_held`` and
 ``finish_held``, timed where they are called; the last sends RQ's success of the trip's jobs with their
-results, so the held way's writes hold that too) and in the whole drain, a job's share of each; both are this process's own CPU time, so the rest of the
-machine stays out of them (Redis's is not in them).
+results, so the held way's writes hold that too) and in the whole drain, a job's share of each; both are
+this process's own CPU time, so the rest of the machine stays out of them (Redis's is not in them).
 
     ferret bench result-writes [--jobs 1500] [--rounds 3] [--memories 5000]
 """

@@ -2,8 +2,8 @@
 
 A short Ferret job spends more of a worker's CPU on its round trips to Redis than on its search: each
 trip costs the client ~0.1 ms of CPU whatever it carries, and a job made four (take, start, result,
-success). When more jobs wait than the one in hand, the worker takes several in one trip and ends them
-together:
+success; a lone job's result and success are one trip now, see **end**). When more jobs wait than the
+one in hand, the worker takes several in one trip and ends them together:
 
 - **take**: one Lua call takes up to ``take_up_to`` waiting entries of the first queue that has any, and
   no more than are waiting: one job when one waits, so a lone job's latency is what it was
@@ -21,8 +21,11 @@ together:
   is itself overrun); a job already past its deadline runs first and ends ``expired`` at once.
 - **end**: RQ's success bookkeeping of each job is kept back and sent with the last job's (one
   transaction), or sooner when ``FLUSH_SECONDS`` have passed since the first was kept back. A batch job's
-  result is held the same way and written just before (one pipeline: ``ferret.worker.core.held_results``);
-  a prefetch job's, or a job's alone in its trip, is written as it ends. A held job is still started, and
+  result is held the same way, and the held results and that bookkeeping go in one script when each result
+  is written there (else the results in one pipeline, then the transaction: ``ferret.worker.core.held_results``);
+  a prefetch job with others behind it in its trip is written as it ends (its waiter waits on it), and a
+  job alone in its trip ends in that one script (its result and its success in one round trip, not two).
+  A held job is still started, and
   the reaper ends a started job a second past its deadline + grace as overrun, so a result is held only
   with over ``HOLD_MARGIN_SECONDS`` of its deadline left (``run_job``), and the results held are written
   before a job whose deadline is more than that later than theirs starts: each job ends by its own

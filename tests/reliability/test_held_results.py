@@ -127,6 +127,23 @@ def test_a_lone_job_ends_in_one_round_trip_less(producer, redis_client, settings
     assert sent["one call"]["evalsha"] == sent["the other way"]["evalsha"]  # the result's script, or the one call
 
 
+def test_a_command_the_script_does_not_know_sends_the_trips_end_the_other_way(
+        producer, redis_client, settings, sample_namespace, writes, monkeypatch):
+    """RQ's bookkeeping with a command the one call does not run (here: none is known, as after an RQ release
+    that sends a new kind): nothing goes in the script; the results are written in one pipeline, then RQ's
+    success in its transaction, and every job ends once, ``ok``."""
+    from ferret.worker.core import held_results
+
+    monkeypatch.setattr(held_results, "_KEY_FIRST", frozenset())
+    handles = producer.enqueue_many(_requests(sample_namespace, 3))
+    _worker(redis_client, settings, "batch", 3).work(burst=True, with_scheduler=False)
+    assert writes["one_call"] == []
+    assert [sorted(trip) for trip in writes["held"] if trip] == [sorted((h.job_id, False) for h in handles)]
+    assert [r.status for r in producer.results_of(handles)] == ["ok"] * 3  # type: ignore[union-attr]
+    queue = Queue("batch", connection=redis_client, serializer=JSONSerializer)
+    assert queue.started_job_registry.count == 0 and not list(redis_client.scan_iter("rq:job:*"))
+
+
 def test_a_result_redis_refuses_at_the_end_keeps_its_success_back(producer, redis_client, settings,
                                                                   sample_namespace, monkeypatch):
     """Redis refuses writes (full past ``maxmemory``) when a lone job ends: the script that writes its result
