@@ -29,7 +29,6 @@ from typing import Any, cast
 import redis
 from pydantic import ValidationError
 from pydantic_core import to_json
-from redis.commands.core import Script
 
 from ferret import keys
 from ferret.contract import RetrievalResult
@@ -122,14 +121,6 @@ class ResultStore:
         self.by_queue = by_queue or {}
         self.cache_max_entries = cache_max_entries
         self._write_once = client.register_script(_WRITE_ONCE)
-        self._scripts: dict[str, Script] = {}
-
-    def script(self, source: str) -> Script:
-        """``source`` registered on the store's client (once a store)."""
-        script = self._scripts.get(source)
-        if script is None:
-            script = self._scripts[source] = self.client.register_script(source)
-        return script
 
     def write(self, result: RetrievalResult, trace: dict[str, Any] | None,
               cache: tuple[str, bytes, int] | None = None, body: bytes | None = None) -> WriteOutcome:

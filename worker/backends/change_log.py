@@ -21,7 +21,6 @@ namespace's slot), so the wait covers exactly this write. Too few in time:
 from __future__ import annotations
 
 import json
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,7 @@ from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptErr
 
 from ferret import keys
 from ferret.errors import BackendUnavailable, WriteNotReplicated
+from ferret.redis_plumbing.scripts import registered
 from ferret.redis_plumbing.store_conn import is_cluster, node_for, refresh_topology
 from ferret.steps import Eval, Step
 
@@ -162,21 +162,6 @@ def write_step(namespace: str, length: int, op: str, ids: list[str],
     return int(version), int(changed)
 
 
-_SCRIPTS: weakref.WeakKeyDictionary[Any, dict[str, Script]] = weakref.WeakKeyDictionary()
-
-
-def _registered(client: Any, source: str) -> Script:
-    """``source`` registered on ``client``, once a client (a log is made per write and per read; registering
-    hashes the script)."""
-    scripts = _SCRIPTS.get(client)
-    if scripts is None:
-        scripts = _SCRIPTS[client] = {}
-    script = scripts.get(source)
-    if script is None:
-        script = scripts[source] = client.register_script(source)
-    return script
-
-
 class ChangeLog:
     """Writes (with the store) and reads one namespace's changes."""
 
@@ -190,11 +175,11 @@ class ChangeLog:
 
     @property
     def _write(self) -> Script:
-        return _registered(self.client, _WRITE)
+        return registered(self.client, _WRITE)
 
     @property
     def _after(self) -> Script:
-        return _registered(self.client, _AFTER)
+        return registered(self.client, _AFTER)
 
     def write(self, op: str, ids: list[str], values: list[str] | None = None,
               embeddings: list[bytes] | None = None) -> tuple[int, int]:

@@ -25,6 +25,7 @@ import redis
 from ferret import keys
 from ferret.errors import BackendUnavailable
 from ferret.records import Filters, Hit
+from ferret.redis_plumbing.scripts import registered
 from ferret.worker.backends.base import retrievers_of, widens
 from ferret.worker.backends.change_log import as_text
 from ferret.worker.co_retrieval.groups import pairs
@@ -54,7 +55,6 @@ class RedisAffinity:
     def __init__(self, client: redis.Redis, namespace: str) -> None:
         self.client = client
         self.namespace = namespace
-        self._strengthen = client.register_script(_STRENGTHEN)
 
     def strengthen(self, groups: Iterable[Sequence[str]], amount: float) -> int:
         """Grow the weight of every pair within each group; the number of pairs."""
@@ -66,7 +66,7 @@ class RedisAffinity:
         for a, b in found:
             ends += [keys.affinity(self.namespace, a), keys.affinity(self.namespace, b)]
             partners += [b, a]
-        return int(self._strengthen(keys=ends, args=[amount, *partners]))
+        return int(registered(self.client, _STRENGTHEN)(keys=ends, args=[amount, *partners]))
 
     def weights(self, ids: Sequence[str]) -> dict[str, dict[str, float]]:
         try:

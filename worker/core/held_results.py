@@ -44,6 +44,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from ferret.contract import RetrievalResult
 from ferret.redis_plumbing.lean_transaction import lean_pipeline
+from ferret.redis_plumbing.scripts import registered
 from ferret.results import WRITE_ARGS, WRITE_KEYS, WRITE_ONCE_FUNCTION, WriteOutcome
 from ferret.tracing import SpanCollector
 from ferret.worker.core.report import JobReport
@@ -98,6 +99,15 @@ class HeldResult:
     report: JobReport
 
 
+def _settled(one: HeldResult, trace: dict[str, Any], outcome: int) -> JobReport | None:
+    """The report of a held job whose write answered ``WRITTEN`` (as written), or ``ALREADY_FINAL`` (None:
+    another run's result was there first, and this one is dropped and said so)."""
+    if outcome == WriteOutcome.WRITTEN:
+        return dataclasses.replace(one.report, trace=trace, held=False)
+    dropped(one.result)
+    return None
+
+
 def write_held(held: Sequence[HeldResult]) -> list[JobReport | None]:
     """Write ``held`` in one round trip; each job's report as written (None: dropped, another run's result
     was there). See the module for what is written on its own."""
@@ -123,11 +133,8 @@ def write_held(held: Sequence[HeldResult]) -> list[JobReport | None]:
     reports: list[JobReport | None] = []
     for one, (trace, _), answer in zip(held, traces, answers, strict=True):
         outcome = answer if isinstance(answer, int) else None  # else an error in its place
-        if outcome == WriteOutcome.WRITTEN:
-            reports.append(dataclasses.replace(one.report, trace=trace, held=False))
-        elif outcome == WriteOutcome.ALREADY_FINAL:
-            dropped(one.result)
-            reports.append(None)
+        if outcome in (WriteOutcome.WRITTEN, WriteOutcome.ALREADY_FINAL):
+            reports.append(_settled(one, trace, outcome))
         else:  # the trace id taken, the script gone, a refusal: written on its own, as a job writes it
             try:
                 result, trace = write_with_trace(one.ctx, one.result, one.tracer, one.cache, one.body)
@@ -175,16 +182,9 @@ def finish_held(held: Sequence[HeldResult], pipeline: Pipeline) -> list[JobRepor
         keys_.append(key)
         args += [len(rest), name, *rest]
     try:
-        ran, outcomes = store.script(_FINISH)(keys=keys_, args=args)
+        ran, outcomes = registered(store.client, _FINISH)(keys=keys_, args=args)
     except ResponseError:  # a key of another type, Redis full: the other way says which result, and why
         return None
     if not int(ran):
         return None
-    reports: list[JobReport | None] = []
-    for one, (trace, _), outcome in zip(held, traces, outcomes, strict=True):
-        if int(outcome) == WriteOutcome.WRITTEN:
-            reports.append(dataclasses.replace(one.report, trace=trace, held=False))
-        else:  # another run's result was there first: this one is dropped (and said so)
-            dropped(one.result)
-            reports.append(None)
-    return reports
+    return [_settled(one, trace, int(outcome)) for one, (trace, _), outcome in zip(held, traces, outcomes, strict=True)]
