@@ -17,7 +17,7 @@ import redis
 from hypothesis import settings as hypothesis_settings
 
 from ferret.records import Memory
-from ferret.redis_plumbing.server_process import redis_server_binary
+from ferret.redis_plumbing.server_process import redis_server_binary, start_on_a_free_port
 from ferret.worker.fakes.nous_server import FakeNous
 from tests.timing import scaled
 
@@ -112,14 +112,12 @@ class RedisServer:
     def __init__(self, directory: Path) -> None:
         binary = redis_server_path()
         self.directory = directory
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(directory),
+        self.port, self.process = start_on_a_free_port(lambda port: subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory),
              "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        ))
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        wait_for_redis(redis.Redis.from_url(self.url))
 
     def stop(self) -> None:
         self.process.terminate()

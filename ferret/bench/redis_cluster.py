@@ -18,7 +18,7 @@ from pathlib import Path
 import redis
 
 from ferret.bench.common import stop_processes
-from ferret.redis_plumbing.server_process import redis_server_binary, wait_until_answering
+from ferret.redis_plumbing.server_process import redis_server_binary, start_on_a_free_port, wait_until_answering
 
 
 def redis_cli_binary() -> str:
@@ -53,10 +53,12 @@ class RedisClusterSet:
         self.directory = directory
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         self.node_timeout_ms = node_timeout_ms
-        self.ports = [free_port() for _ in range(primaries * 2)]
+        self.ports: list[int] = []
         try:
-            for port in self.ports:
-                self._start(port)
+            for _ in range(primaries * 2):
+                port, process = start_on_a_free_port(self._launch, pick=free_port)
+                self.processes[port] = process
+                self.ports.append(port)
             subprocess.run([redis_cli_binary(), "--cluster", "create",
                             *(f"127.0.0.1:{port}" for port in self.ports), "--cluster-replicas", "1",
                             "--cluster-yes"], check=True, capture_output=True, timeout=60)
@@ -69,10 +71,10 @@ class RedisClusterSet:
     def url(self) -> str:
         return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in self.ports[:3])
 
-    def _start(self, port: int) -> None:
+    def _launch(self, port: int) -> subprocess.Popen[bytes]:
         folder = self.directory / str(port)
         folder.mkdir(parents=True, exist_ok=True)
-        self.processes[port] = subprocess.Popen(
+        return subprocess.Popen(
             [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
              "--cluster-node-timeout", str(self.node_timeout_ms), "--save", "", "--appendonly", "no",
@@ -80,6 +82,9 @@ class RedisClusterSet:
              # failover, every other tenant is served meanwhile (Redis's default, yes, stops every shard)
              "--cluster-require-full-coverage", "no"],
             stdout=(folder / "log").open("ab"), stderr=subprocess.STDOUT)
+
+    def _start(self, port: int) -> None:
+        self.processes[port] = self._launch(port)
         if not wait_until_answering(redis.Redis(port=port, socket_timeout=0.5), self.processes[port], 10):
             raise RuntimeError(f"redis-server on port {port} did not answer within 10 s")
 

@@ -4,11 +4,15 @@ until it answers, and shutting it down saving. Used by the embedded server and i
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import time
+from collections.abc import Callable
 from contextlib import suppress
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from ferret.errors import ConfigError
 
@@ -38,6 +42,60 @@ def wait_until_answering(client: redis.Redis, server: subprocess.Popen[bytes],
                 return True
         time.sleep(0.02)
     return False
+
+
+def loopback_port() -> int:
+    """A TCP port free on loopback now (the kernel's pick, so in the ephemeral range)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def start_on_a_free_port(start: Callable[[int], subprocess.Popen[bytes]],
+                         pick: Callable[[], int] = loopback_port, attempts: int = 5,
+                         timeout: float = START_TIMEOUT_SECONDS) -> tuple[int, subprocess.Popen[bytes]]:
+    """Start a server with ``start(port)`` on a port ``pick`` found free, once it answers as itself.
+
+    A port found free is in the ephemeral range, so another process can take it between the check and
+    the server's bind; a server that exits at once on such a clash is started again on another port (and
+    one that answers with another process's id is that other process, so not taken for ours). A server
+    running but silent for ``timeout`` seconds is stopped, and that is a RuntimeError."""
+    for attempt in range(1, attempts + 1):
+        port = pick()
+        server = start(port)
+        quick = redis.Redis(port=port, socket_timeout=0.5, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+        if _answers_as(server, quick, timeout):
+            return port, server
+        exited = server.poll() is not None
+        if not exited:
+            server.kill()
+            server.wait()
+        if not exited or attempt == attempts:
+            raise RuntimeError(f"a server on port {port} did not answer within {timeout:.0f} s"
+                               + (f" (it exited, code {server.returncode}; {attempts} ports tried)" if exited else ""))
+    raise AssertionError("unreachable")
+
+
+def _answers_as(server: subprocess.Popen[bytes], client: redis.Redis, timeout: float) -> bool:
+    """Whether ``server`` answers on ``client`` within ``timeout``. Another process answering there means
+    ours lost the port: it exits on the failed bind, and that is waited for (False)."""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                answering = int(client.info("server")["process_id"])
+            except redis.RedisError:
+                time.sleep(0.02)
+                continue
+            if answering == server.pid:
+                return True
+            with suppress(subprocess.TimeoutExpired):
+                server.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            return False
+        return False
+    finally:
+        client.close()
 
 
 def shut_down_saving(client: redis.Redis) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 import redis
 
 from ferret.bench.common import stop_processes
-from tests.conftest import free_port, redis_server_path, wait_for_redis
+from ferret.redis_plumbing.server_process import start_on_a_free_port
+from tests.conftest import redis_server_path
 
 SERVICE = "ferret"
 
@@ -36,31 +37,34 @@ class SentinelSet:
         return f"redis+sentinel://{hosts}/{SERVICE}/0"
 
     def _server(self, name: str, *extra: str) -> int:
-        port = free_port()
         folder = self.directory / name
         folder.mkdir(parents=True, exist_ok=True)
-        self.processes[name] = subprocess.Popen(
-            [redis_server_path(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
-             "--save", "", "--appendonly", "no", *extra],
-            stdout=(folder / "log").open("wb"), stderr=subprocess.STDOUT)
-        wait_for_redis(redis.Redis(port=port))
+
+        def launch(port: int) -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                [redis_server_path(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+                 "--save", "", "--appendonly", "no", *extra],
+                stdout=(folder / "log").open("ab"), stderr=subprocess.STDOUT)
+
+        port, self.processes[name] = start_on_a_free_port(launch)
         return port
 
     def _sentinel(self, number: int, down_after_ms: int) -> int:
-        port = free_port()
         folder = self.directory / f"sentinel{number}"
         folder.mkdir(parents=True, exist_ok=True)
-        config = folder / "sentinel.conf"  # a sentinel rewrites its own config: a file of its own
-        config.write_text(f"port {port}\nbind 127.0.0.1\ndir {folder}\n"
-                          f"sentinel monitor {SERVICE} 127.0.0.1 {self.primary_port} 2\n"
-                          f"sentinel down-after-milliseconds {SERVICE} {down_after_ms}\n"
-                          f"sentinel failover-timeout {SERVICE} 5000\n"
-                          f"sentinel parallel-syncs {SERVICE} 1\n")
-        binary = shutil.which("redis-sentinel")
-        command = [binary, str(config)] if binary else [redis_server_path(), str(config), "--sentinel"]
-        self.processes[f"sentinel{number}"] = subprocess.Popen(command, stdout=(folder / "log").open("wb"),
-                                                               stderr=subprocess.STDOUT)
-        wait_for_redis(redis.Redis(port=port))
+
+        def launch(port: int) -> subprocess.Popen[bytes]:
+            config = folder / "sentinel.conf"  # a sentinel rewrites its own config: a file of its own
+            config.write_text(f"port {port}\nbind 127.0.0.1\ndir {folder}\n"
+                              f"sentinel monitor {SERVICE} 127.0.0.1 {self.primary_port} 2\n"
+                              f"sentinel down-after-milliseconds {SERVICE} {down_after_ms}\n"
+                              f"sentinel failover-timeout {SERVICE} 5000\n"
+                              f"sentinel parallel-syncs {SERVICE} 1\n")
+            binary = shutil.which("redis-sentinel")
+            command = [binary, str(config)] if binary else [redis_server_path(), str(config), "--sentinel"]
+            return subprocess.Popen(command, stdout=(folder / "log").open("ab"), stderr=subprocess.STDOUT)
+
+        port, self.processes[f"sentinel{number}"] = start_on_a_free_port(launch)
         return port
 
     def _wait_ready(self, seconds: float = 30.0) -> None:
