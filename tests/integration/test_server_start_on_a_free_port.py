@@ -34,13 +34,22 @@ def started() -> Iterator[list[subprocess.Popen[bytes]]]:
         server.wait()
 
 
-def test_a_port_taken_before_the_bind_is_left_for_another(tmp_path, started):
+@pytest.fixture
+def taken() -> Iterator[int]:
+    """A loopback port another socket listens on (and never answers)."""
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
-        taken = squatter.getsockname()[1]
-        picks = iter([taken])
-        port, server = start_on_a_free_port(_launcher(tmp_path, started), pick=lambda: next(picks, loopback_port()))
+        yield squatter.getsockname()[1]
+
+
+def _first_then_free(port: int):
+    picks = iter([port])
+    return lambda: next(picks, loopback_port())
+
+
+def test_a_port_taken_before_the_bind_is_left_for_another(tmp_path, started, taken):
+    port, server = start_on_a_free_port(_launcher(tmp_path, started), pick=_first_then_free(taken))
     assert port != taken
     assert len(started) == 2 and started[0].poll() is not None  # the first exited on its failed bind
     assert int(redis.Redis(port=port).info("server")["process_id"]) == server.pid == started[1].pid
@@ -50,9 +59,7 @@ def test_another_server_answering_on_the_port_is_not_taken_for_ours(tmp_path, st
     (tmp_path / "other").mkdir()
     other = RedisServer(tmp_path / "other")
     try:
-        picks = iter([other.port])
-        port, server = start_on_a_free_port(_launcher(tmp_path, started),
-                                            pick=lambda: next(picks, loopback_port()))
+        port, server = start_on_a_free_port(_launcher(tmp_path, started), pick=_first_then_free(other.port))
         assert port != other.port
         assert started[0].poll() is not None
         assert int(redis.Redis(port=port).info("server")["process_id"]) == server.pid
@@ -60,11 +67,7 @@ def test_another_server_answering_on_the_port_is_not_taken_for_ours(tmp_path, st
         other.stop()
 
 
-def test_every_port_taken_is_an_error_that_says_so(tmp_path, started):
-    with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", 0))
-        squatter.listen()
-        taken = squatter.getsockname()[1]
-        with pytest.raises(RuntimeError, match=f"port {taken}.*exited.*3 ports tried"):
-            start_on_a_free_port(_launcher(tmp_path, started), pick=lambda: taken, attempts=3)
+def test_every_port_taken_is_an_error_that_says_so(tmp_path, started, taken):
+    with pytest.raises(RuntimeError, match=f"port {taken}.*exited.*3 ports tried"):
+        start_on_a_free_port(_launcher(tmp_path, started), pick=lambda: taken, attempts=3)
     assert len(started) == 3 and all(server.poll() is not None for server in started)
