@@ -27,7 +27,9 @@ import re
 from typing import Any
 
 SIGNATURE_FIELD = "signature"
-_SIGNED_TAIL = re.compile(rb',"signature":"([0-9a-f]{64})"\}\s*$')
+_SIGNATURE_MEMBER = b',"signature":"'
+_SIGNED_TAIL = re.compile(re.escape(_SIGNATURE_MEMBER) + rb'([0-9a-f]{64})"\}\s*$')
+_SIGNED_TAIL_LENGTH = len(_SIGNATURE_MEMBER) + 64 + 2  # the member, its 64 hex digits, '"}'
 
 
 def _mac(key: bytes, message: bytes) -> str:
@@ -66,8 +68,13 @@ def sign_result(key: bytes, body: bytes) -> bytes:
 
 
 def split_result(raw: bytes) -> tuple[bytes, str | None]:
-    """The stored result without its signature, and the signature (None: unsigned)."""
-    found = _SIGNED_TAIL.search(raw)
+    """The stored result without its signature, and the signature (None: unsigned).
+
+    The signature member can only close the object, so it can only start at one place: its length back
+    from the last byte that is not white space. It is matched there, not searched for through the whole
+    result (a search took ~11 us for a batch query's 29 KB)."""
+    start = len(raw.rstrip()) - _SIGNED_TAIL_LENGTH
+    found = _SIGNED_TAIL.match(raw, start) if start >= 0 else None
     if found is None:
         return raw, None
     return raw[:found.start()] + b"}", found.group(1).decode()
