@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ import redis
 from hypothesis import settings as hypothesis_settings
 
 from ferret.records import Memory
-from ferret.redis_plumbing.server_process import redis_server_binary, start_on_a_free_port
+from ferret.redis_plumbing.server_process import loopback_port, redis_server_binary, start_on_a_free_port
 from ferret.worker.fakes.nous_server import FakeNous
 from tests.timing import scaled
 
@@ -44,11 +43,7 @@ def wait_until(predicate, timeout: float) -> bool:
     return predicate()
 
 
-def free_port() -> int:
-    """A free TCP port on loopback."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+free_port = loopback_port  # a free TCP port on loopback, as the tests have called it
 
 
 def wait_for_redis(client: redis.Redis, timeout: float = 10) -> None:

@@ -27,19 +27,12 @@ import httpx
 from ferret.bench.common import private_redis, sample_memories, start_workers, stop_processes, summary_ms
 from ferret.producer.api import Client
 from ferret.redis_plumbing.redis_conn import client_for
+from ferret.redis_plumbing.server_process import loopback_port
 from ferret.serve.api_keys import KeyStore
 from ferret.settings import load_settings
 from ferret.worker.backends.local import MemoryStore
 
 NAMESPACE = "bench"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _rss_mib(pid: int) -> float:
@@ -113,7 +106,7 @@ def run(queries_per_round: int = 50, rounds: int = 6, waiters: int = 1000) -> di
                "FERRET_REDIS__URL": server.url, "FERRET_HTTP__RATE_LIMIT": "1000000/second"}
         key, _ = KeyStore(client).create([NAMESPACE], label="bench")
         processes: list[subprocess.Popen[bytes]] = []
-        port, probe_out = _free_port(), Path(home) / "probe.json"
+        port, probe_out = loopback_port(), Path(home) / "probe.json"
         url = f"http://127.0.0.1:{port}"
         try:
             processes += start_workers(env, 1, "simple", client)

@@ -18,7 +18,12 @@ from pathlib import Path
 import redis
 
 from ferret.bench.common import stop_processes
-from ferret.redis_plumbing.server_process import redis_server_binary, start_on_a_free_port, wait_until_answering
+from ferret.redis_plumbing.server_process import (
+    loopback_port,
+    redis_server_binary,
+    start_on_a_free_port,
+    wait_until_answering,
+)
 
 
 def redis_cli_binary() -> str:
@@ -32,9 +37,7 @@ def redis_cli_binary() -> str:
 def free_port() -> int:
     """A free port whose cluster bus port (port + 10000) is free too."""
     while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port: int = sock.getsockname()[1]
+        port = loopback_port()
         if port + 10000 > 65535:
             continue
         with socket.socket() as bus:

@@ -10,7 +10,6 @@ started.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -54,12 +53,6 @@ EVERYDAY_JOBS = (
 )
 SAMPLES = {"trading": ("sample_memories.jsonl", "sample trading memories", TRADING_JOBS),
            "everyday": ("everyday_memories.jsonl", "cooking and travel notes", EVERYDAY_JOBS)}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _start_workers(url: str, ports: list[int]) -> list[subprocess.Popen[bytes]]:
@@ -121,6 +114,7 @@ def demo(ctx: click.Context, workers: int, sample: str) -> None:
     from ferret.producer.client import Producer
     from ferret.redis_plumbing.embedded_redis import EmbeddedRedis
     from ferret.redis_plumbing.redis_conn import client_for
+    from ferret.redis_plumbing.server_process import loopback_port
     from ferret.worker.backends.local import MemoryStore
 
     settings = settings_of(ctx)
@@ -135,7 +129,7 @@ def demo(ctx: click.Context, workers: int, sample: str) -> None:
             memories, _ = parse_memory_lines(corpus.splitlines())
             MemoryStore(client, NAMESPACE).upsert(memories)
             click.echo(f"redis: embedded at {server.url}; loaded {len(memories)} {corpus_name}")
-            ports = [_free_port() for _ in range(workers)]
+            ports = [loopback_port() for _ in range(workers)]
             processes = _start_workers(server.url, ports)
             _await_workers(client, processes)
             producer = Producer(client, settings)

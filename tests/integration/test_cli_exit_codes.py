@@ -12,17 +12,12 @@ import time
 import pytest
 
 from ferret.cli import exit_codes
+from tests.conftest import free_port
 
 
 def _ferret(args, env, timeout=120):
     return subprocess.run([sys.executable, "-m", "ferret.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.mark.parametrize("args", [["forget", "x", "-n", "a/b"], ["query", "BTC", "--wait", "-5"],
@@ -47,7 +42,7 @@ def test_a_bad_redis_url_is_one_error_line(env):
 
 
 def test_a_closed_port_says_at_once_that_it_retries_and_where(env):
-    url = f"redis://127.0.0.1:{_free_port()}/0"
+    url = f"redis://127.0.0.1:{free_port()}/0"
     process = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "result", "x"],
                                env={**env, "FERRET_REDIS__URL": url}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
