@@ -78,11 +78,12 @@ def start_on_a_free_port(start: Callable[[int], subprocess.Popen[bytes]],
 
 
 def _answers_as(server: subprocess.Popen[bytes], client: redis.Redis, timeout: float) -> bool:
-    """Whether ``server`` answers on ``client`` within ``timeout``. Another process answering there means
-    ours lost the port: it exits on the failed bind, and that is waited for (False)."""
+    """Whether ``server`` answers on ``client`` within ``timeout`` (``wait_until_answering``), as itself.
+    Another process answering there means ours lost the port: it exits on the failed bind, and that is
+    waited for (False)."""
     deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline and server.poll() is None:
+        while wait_until_answering(client, server, deadline - time.monotonic()):
             try:
                 answering = int(client.info("server")["process_id"])
             except redis.RedisError:
