@@ -49,6 +49,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 
 from rq.exceptions import StopRequested
@@ -64,7 +66,7 @@ from ferret.redis_plumbing.lean_transaction import lean_transaction
 from ferret.rq_layer.bookkeeping import lean_success, start_sent
 from ferret.rq_layer.intake import put_back_commands
 from ferret.worker.core.held_results import HOLD_MARGIN_SECONDS, HeldResult, finish_held, write_held
-from ferret.worker.core.report import after_job
+from ferret.worker.core.report import JobReport, after_job
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +79,22 @@ HELD_QUEUE = "batch"  # whose jobs' results wait for their trip's end (nobody wa
 
 class HeldResultsUnwritten(Exception):
     """The results held for a trip's end could not be written: nor was their jobs' success sent."""
+
+
+@contextmanager
+def _success_dropped_on_failure(pipeline: Any) -> Iterator[None]:
+    """Around writing the held results: when that fails, the success kept back on ``pipeline`` is dropped
+    (its jobs stay started, for the reaper), and a failure other than a stop is ``HeldResultsUnwritten``."""
+    try:
+        yield
+    except StopRequested:
+        if pipeline is not None:
+            pipeline.reset()
+        raise
+    except Exception as exc:
+        if pipeline is not None:
+            pipeline.reset()
+        raise HeldResultsUnwritten(str(exc)) from exc
 
 
 def _deadline(job: Job) -> float:
@@ -216,7 +234,10 @@ class JobsPerTrip:
     def write_held_results(self) -> None:
         """The results held for the trip's end, written now; the observers hear of each job written."""
         held, self._ferret_held_results = self._ferret_held_results, None
-        for report in write_held(held or []):
+        self._tell_observers(write_held(held or []))
+
+    def _tell_observers(self, reports: list[JobReport | None]) -> None:
+        for report in reports:
             if report is not None:
                 after_job(getattr(self, "ferret_observers", ()), report)
 
@@ -232,16 +253,8 @@ class JobsPerTrip:
             if idle:
                 self._ferret_state_written = WorkerStatus.IDLE
             return
-        try:
+        with _success_dropped_on_failure(pipeline):
             self.write_held_results()
-        except StopRequested:
-            if pipeline is not None:
-                pipeline.reset()
-            raise
-        except Exception as exc:
-            if pipeline is not None:
-                pipeline.reset()
-            raise HeldResultsUnwritten(str(exc)) from exc
         if pipeline is None:
             return
         with pipeline:
@@ -253,22 +266,13 @@ class JobsPerTrip:
         """The results held and the commands on ``pipeline`` sent in one call (``finish_held``); False: not
         (nothing of ``pipeline``'s was sent, the results are written the other way). Redis out of reach
         raises ``HeldResultsUnwritten``, as writing them the other way does."""
-        held = self._ferret_held_results or []
-        try:
-            reports = finish_held(held, pipeline)
-        except StopRequested:
-            pipeline.reset()
-            raise
-        except Exception as exc:
-            pipeline.reset()
-            raise HeldResultsUnwritten(str(exc)) from exc
+        with _success_dropped_on_failure(pipeline):
+            reports = finish_held(self._ferret_held_results or [], pipeline)
         if reports is None:
             return False
         self._ferret_held_results = None
         pipeline.reset()
-        for report in reports:
-            if report is not None:
-                after_job(getattr(self, "ferret_observers", ()), report)
+        self._tell_observers(reports)
         return True
 
     def put_back_held(self) -> None:
