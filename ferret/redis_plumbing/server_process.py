@@ -3,12 +3,14 @@ until it answers, and shutting it down saving. Used by the embedded server and i
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from pathlib import Path
 
 import redis
 from redis.backoff import NoBackoff
@@ -44,12 +46,40 @@ def wait_until_answering(client: redis.Redis, server: subprocess.Popen[bytes],
     return False
 
 
-def loopback_port() -> int:
-    """A TCP port free on loopback now (the kernel's pick, so in the ephemeral range)."""
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_BELOW_EPHEMERAL = 10000  # how many ports under the ephemeral range are picked from
+_PICKS = 50
+_RANDOM = random.SystemRandom()  # not the random module's: tests seed that one, alike in every test process
+
+
+def ephemeral_low(source: Path = _EPHEMERAL_RANGE) -> int:
+    """The first port the kernel gives outgoing connections (Linux's setting; its default elsewhere)."""
+    try:
+        return int(source.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def loopback_port(low: int | None = None) -> int:
+    """A TCP port free on loopback now, picked at random from the ``_BELOW_EPHEMERAL`` ports under the
+    ephemeral range (which starts at ``low``, by default the kernel's): the kernel never gives one of those
+    to an outgoing connection, so between this check and a server's bind only another server can take it,
+    where a port in the ephemeral range (the kernel's own pick) can go to any process's next connection.
+    The kernel's pick when ``_PICKS`` random ports were all taken."""
+    low = ephemeral_low() if low is None else low
+    span = range(max(1024, low - _BELOW_EPHEMERAL), low)
+    for _ in range(_PICKS if span else 0):
+        port = _RANDOM.choice(span)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+        picked: int = sock.getsockname()[1]
+    return picked
 
 
 def start_on_a_free_port(start: Callable[[int], subprocess.Popen[bytes]],
@@ -57,10 +87,11 @@ def start_on_a_free_port(start: Callable[[int], subprocess.Popen[bytes]],
                          timeout: float = START_TIMEOUT_SECONDS) -> tuple[int, subprocess.Popen[bytes]]:
     """Start a server with ``start(port)`` on a port ``pick`` found free, once it answers as itself.
 
-    A port found free is in the ephemeral range, so another process can take it between the check and
-    the server's bind; a server that exits at once on such a clash is started again on another port (and
-    one that answers with another process's id is that other process, so not taken for ours). A server
-    running but silent for ``timeout`` seconds is stopped, and that is a RuntimeError."""
+    Another process can take a port found free between the check and the server's bind (another
+    server; with the kernel's pick, any outgoing connection); a server that exits at once on such a clash
+    is started again on another port (and one that answers with another process's id is that other
+    process, so not taken for ours). A server running but silent for ``timeout`` seconds is stopped, and
+    that is a RuntimeError."""
     for attempt in range(1, attempts + 1):
         port = pick()
         server = start(port)
