@@ -19,6 +19,7 @@ import redis
 
 from ferret.bench.common import stop_processes
 from ferret.redis_plumbing.server_process import (
+    ephemeral_low,
     loopback_port,
     redis_server_binary,
     start_on_a_free_port,
@@ -34,15 +35,19 @@ def redis_cli_binary() -> str:
     return str(REDIS_CLI_PATH)
 
 
+_BUS_OFFSET = 10000  # redis-server's cluster bus listens on its port + 10000
+
+
 def free_port() -> int:
-    """A free port whose cluster bus port (port + 10000) is free too."""
+    """A free port whose cluster bus port (port + 10000) is free too; both under the ephemeral range, where
+    no outgoing connection is given one (``loopback_port``)."""
     while True:
-        port = loopback_port()
-        if port + 10000 > 65535:
+        port = loopback_port(low=ephemeral_low() - _BUS_OFFSET)
+        if port + _BUS_OFFSET > 65535:
             continue
         with socket.socket() as bus:
             try:
-                bus.bind(("127.0.0.1", port + 10000))
+                bus.bind(("127.0.0.1", port + _BUS_OFFSET))
             except OSError:
                 continue
         return port
