@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -132,6 +133,15 @@ def _no_embedded_server_outlives_the_tests(tmp_path_factory: pytest.TempPathFact
 
     for state in tmp_path_factory.getbasetemp().rglob("keeper.json"):
         SharedRedis(state.parent, 0).stop()
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A loopback port another socket listens on (and never answers)."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        yield squatter.getsockname()[1]
 
 
 @pytest.fixture

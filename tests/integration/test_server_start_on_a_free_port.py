@@ -3,7 +3,6 @@ binds, and another process answering on that port is never taken for it (real re
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,23 +33,14 @@ def started() -> Iterator[list[subprocess.Popen[bytes]]]:
         server.wait()
 
 
-@pytest.fixture
-def taken() -> Iterator[int]:
-    """A loopback port another socket listens on (and never answers)."""
-    with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", 0))
-        squatter.listen()
-        yield squatter.getsockname()[1]
-
-
 def _first_then_free(port: int):
     picks = iter([port])
     return lambda: next(picks, loopback_port())
 
 
-def test_a_port_taken_before_the_bind_is_left_for_another(tmp_path, started, taken):
-    port, server = start_on_a_free_port(_launcher(tmp_path, started), pick=_first_then_free(taken))
-    assert port != taken
+def test_a_port_taken_before_the_bind_is_left_for_another(tmp_path, started, taken_port):
+    port, server = start_on_a_free_port(_launcher(tmp_path, started), pick=_first_then_free(taken_port))
+    assert port != taken_port
     assert len(started) == 2 and started[0].poll() is not None  # the first exited on its failed bind
     assert int(redis.Redis(port=port).info("server")["process_id"]) == server.pid == started[1].pid
 
@@ -67,7 +57,7 @@ def test_another_server_answering_on_the_port_is_not_taken_for_ours(tmp_path, st
         other.stop()
 
 
-def test_every_port_taken_is_an_error_that_says_so(tmp_path, started, taken):
-    with pytest.raises(RuntimeError, match=f"port {taken}.*exited.*3 ports tried"):
-        start_on_a_free_port(_launcher(tmp_path, started), pick=lambda: taken, attempts=3)
+def test_every_port_taken_is_an_error_that_says_so(tmp_path, started, taken_port):
+    with pytest.raises(RuntimeError, match=f"port {taken_port}.*exited.*3 ports tried"):
+        start_on_a_free_port(_launcher(tmp_path, started), pick=lambda: taken_port, attempts=3)
     assert len(started) == 3 and all(server.poll() is not None for server in started)

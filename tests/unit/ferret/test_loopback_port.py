@@ -4,21 +4,9 @@ one between the check and a server's bind; the kernel's pick when none there is 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-
-import pytest
 
 from ferret.redis_plumbing import server_process
 from ferret.redis_plumbing.server_process import ephemeral_low, loopback_port
-
-
-@pytest.fixture
-def taken() -> Iterator[int]:
-    """A loopback port another socket holds."""
-    with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", 0))
-        squatter.listen()
-        yield squatter.getsockname()[1]
 
 
 def test_the_port_is_under_the_ephemeral_range_and_free():
@@ -30,10 +18,10 @@ def test_the_port_is_under_the_ephemeral_range_and_free():
             sock.bind(("127.0.0.1", port))  # free: a bind succeeds
 
 
-def test_a_taken_port_is_never_given(taken, monkeypatch):
+def test_a_taken_port_is_never_given(taken_port, monkeypatch):
     monkeypatch.setattr(server_process, "_BELOW_EPHEMERAL", 1)  # the one port under `low`: the taken one
-    port = loopback_port(low=taken + 1)
-    assert port != taken
+    port = loopback_port(low=taken_port + 1)
+    assert port != taken_port
     assert port >= ephemeral_low()  # every pick taken: the kernel's, from its ephemeral range
 
 
