@@ -43,8 +43,9 @@ _TAILS = st.one_of(st.just(b""), st.builds(lambda digits, space: _MEMBER + digit
 @given(st.binary(max_size=8), st.lists(_PIECES, max_size=10), _TAILS)
 @example(b"", [_MEMBER, b"a" * 64, b'"}', b'{"x":'], _MEMBER + b"b" * 64 + b'"}')  # the name twice
 def test_the_signature_is_found_where_a_search_of_the_whole_result_finds_it(noise, pieces, tail):
-    """``split_result`` looks for the signature only where its member's name last occurs; it finds what a
-    regular-expression search through the whole stored result finds, for any bytes."""
+    """``split_result`` looks for the signature only at the one place it can start (its length back from the
+    last byte that is not white space); it finds what a regular-expression search through the whole stored
+    result finds, for any bytes."""
     raw = noise + b"".join(pieces) + tail
     found = re.search(rb',"signature":"([0-9a-f]{64})"\}\s*$', raw)
     searched = (raw, None) if found is None else (raw[:found.start()] + b"}", found.group(1).decode())
