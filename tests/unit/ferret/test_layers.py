@@ -4,6 +4,7 @@ of the worker; only the RQ layer imports RQ."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -121,3 +122,16 @@ def test_no_modules_import_each_other_even_lazily():
     for name in sorted(graph):
         if name not in seen:
             visit(name, [])
+
+
+def test_the_agent_turn_probe_imports_resolve_from_the_project_root():
+    """The probe the issues measure an agent's turn with (``../shared/probes/agent_turns.py``, run from the
+    project root with it on the path) imports by the names modules had when it was written: ``client_for``
+    from ``ferret.redis_conn``, ``Producer`` from the ``producer`` folder. They are today's objects."""
+    probe = ("from ferret.redis_conn import client_for; from producer import Producer; "
+             "from ferret.records import Memory; from ferret.settings import load_settings; "
+             "import ferret.redis_plumbing.redis_conn as conn, ferret.producer.client as client; "
+             "print(client_for is conn.client_for, Producer is client.Producer)")
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert imported.stdout.split() == ["True", "True"], imported.stdout + imported.stderr
