@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from ferret.bench.common import stop_processes
 from ferret.redis_plumbing.server_process import (
     ephemeral_low,
     loopback_port,
+    port_is_free,
     redis_server_binary,
     start_on_a_free_port,
     wait_until_answering,
@@ -43,14 +43,8 @@ def free_port() -> int:
     no outgoing connection is given one (``loopback_port``)."""
     while True:
         port = loopback_port(low=ephemeral_low() - _BUS_OFFSET)
-        if port + _BUS_OFFSET > 65535:
-            continue
-        with socket.socket() as bus:
-            try:
-                bus.bind(("127.0.0.1", port + _BUS_OFFSET))
-            except OSError:
-                continue
-        return port
+        if port + _BUS_OFFSET <= 65535 and port_is_free(port + _BUS_OFFSET):
+            return port
 
 
 class RedisClusterSet:

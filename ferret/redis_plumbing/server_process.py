@@ -60,6 +60,16 @@ def ephemeral_low(source: Path = _EPHEMERAL_RANGE) -> int:
         return 32768
 
 
+def port_is_free(port: int) -> bool:
+    """Whether a bind to ``port`` on loopback succeeds now."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def loopback_port(low: int | None = None) -> int:
     """A TCP port free on loopback now, picked at random from the ``_BELOW_EPHEMERAL`` ports under the
     ephemeral range (which starts at ``low``, by default the kernel's): the kernel never gives one of those
@@ -70,12 +80,8 @@ def loopback_port(low: int | None = None) -> int:
     span = range(max(1024, low - _BELOW_EPHEMERAL), low)
     for _ in range(_PICKS if span else 0):
         port = _RANDOM.choice(span)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
+        if port_is_free(port):
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         picked: int = sock.getsockname()[1]

@@ -20,7 +20,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,15 +28,11 @@ from pathlib import Path
 
 import httpx
 
+from ferret.redis_plumbing.server_process import loopback_port
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "tests" / "contract" / "recordings" / "nous_server.json"
 PNPM = ["npx", "--yes", "pnpm@9"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _copy_server(source: Path, into: Path) -> str:
@@ -92,7 +87,7 @@ def main() -> int:
         name = _copy_server(args.source.resolve(), folder)
         server_dir = folder / "nous-server"
         subprocess.run([*PNPM, "install", "--frozen-lockfile"], cwd=server_dir, check=True)
-        port = _free_port()
+        port = loopback_port()
         env = {**os.environ, "PORT": str(port), "NOUS_DB_PATH": str(folder / "db" / "nous.db")}
         env.pop("OPENAI_API_KEY", None)  # no embeddings: the search is BM25 + graph, as recorded
         server = subprocess.Popen([*PNPM, "exec", "tsx", "src/index.ts"], cwd=server_dir / "server", env=env,

@@ -4,12 +4,12 @@ Searches run the real fast pipeline on the sample corpus (in memory)."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 
 from ferret.contract import parse_request
+from ferret.redis_plumbing.server_process import loopback_port
 from ferret.settings import AgentSettings, Settings
 from ferret.tracing import SpanCollector
 from ferret.worker.agent.job import agent_chat, run_agent
@@ -179,9 +179,7 @@ def test_a_slow_server_is_cut_at_the_deadline(chat, sample_memories):
 
 
 def test_an_unreachable_server_falls_back(sample_memories):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = loopback_port()  # free: nothing listens there
     closed = type("Closed", (), {"base_url": f"http://127.0.0.1:{port}/v1"})()
     answer, fast, _ = _run(closed, sample_memories)
     assert answer.stats["outcome"] == "fallback" and "error" in answer.stats["reason"]

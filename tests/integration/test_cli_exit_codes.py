@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -100,12 +99,8 @@ def test_final_statuses_give_their_exit_codes(env, start_workers, sample_namespa
     assert batch.returncode == exit_codes.PARTLY, batch.stderr
 
 
-def test_a_busy_metrics_port_is_one_error_line(env):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        run = _ferret(["worker", "--metrics-port", str(port), "--burst"], env)
+def test_a_busy_metrics_port_is_one_error_line(env, taken_port):
+    run = _ferret(["worker", "--metrics-port", str(taken_port), "--burst"], env)
     assert run.returncode == exit_codes.USAGE and "error: cannot serve metrics" in run.stderr
     assert "Traceback" not in run.stderr
 

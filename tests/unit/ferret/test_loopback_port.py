@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 
 from ferret.redis_plumbing import server_process
-from ferret.redis_plumbing.server_process import ephemeral_low, loopback_port
+from ferret.redis_plumbing.server_process import ephemeral_low, loopback_port, port_is_free
 
 
 def test_the_port_is_under_the_ephemeral_range_and_free():
@@ -32,3 +32,8 @@ def test_the_range_is_read_from_the_kernels_setting(tmp_path):
     setting.write_text("garbled\n")
     assert ephemeral_low(setting) == 32768
     assert ephemeral_low(tmp_path / "absent") == 32768
+
+
+def test_a_port_is_free_when_a_bind_to_it_succeeds(taken_port):
+    assert not port_is_free(taken_port)
+    assert port_is_free(loopback_port())
