@@ -13,7 +13,11 @@ argument is a tool error naming the field, an argument no tool has
 (``namespace`` among them) is refused.
 
 The namespace is fixed when the server starts (``--namespace``): it is a
-boundary, not an argument a model can change.
+boundary, not an argument a model can change. Each tool declares what it
+does (``ferret.serve.access``: read, or write memories) and asks
+``MemoryTools.authorize`` before it runs; a tool that declares nothing is not
+served. ``--read-only`` serves the reading tools only to a model that would
+write.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from ferret.contract import Turn
 from ferret.errors import FerretError, InvalidRequest, ResultTimeout
 from ferret.producer.api import AsyncClient
 from ferret.records import Filters, Memory
+from ferret.serve.access import Action, needs, undeclared
 
 T = TypeVar("T")
 
@@ -52,41 +57,55 @@ def _context_answer(result: Any) -> dict[str, Any]:
             "results": [item.model_dump(mode="json") for item in result.results]}
 
 
-def build_server(namespace: str, client: Callable[[], AsyncClient], tools: MemoryTools | None = None) -> MCPServer:
+def build_server(namespace: str, client: Callable[[], AsyncClient], tools: MemoryTools | None = None,
+                 read_only: bool = False) -> MCPServer:
     """The MCP server for ``namespace``; ``client`` gives the shared ``AsyncClient`` (made on the
     server's event loop, at the first call). ``tools``: tools that find their namespace elsewhere
-    (``ferret serve`` takes it from the caller's key)."""
+    (``ferret serve`` takes it from the caller's key). ``read_only``: the writing tools refuse."""
     server = MCPServer(
         name="ferret", title="Ferret memory",
         instructions=f"Long-term memory of {'namespace ' + repr(namespace) if tools is None else namespace}: "
                      "search_memory before answering from "
                      "memory, remember what is worth keeping, prefetch for the next turn, get_context to read it.")
-    tools = tools or MemoryTools(namespace, client)
-    for tool in (tools.search_memory, tools.remember, tools.forget, tools.prefetch, tools.get_context):
+    tools = tools or MemoryTools(namespace, client, read_only)
+    served = (tools.search_memory, tools.remember, tools.forget, tools.prefetch, tools.get_context)
+    if undeclared(served):
+        raise RuntimeError(f"MCP tools that declare no action (ferret.serve.access): {undeclared(served)}")
+    for tool in served:
         server.tool()(tool)
     _refuse_other_arguments(server)
     return server
 
 
-def _guarded(tool: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    """Ferret's errors as tool errors (InvalidRequest names its field; the others say what went wrong)."""
-    @functools.wraps(tool)
-    async def guarded(*args: Any, **kwargs: Any) -> T:
-        try:
-            return await tool(*args, **kwargs)
-        except FerretError as exc:
-            raise ToolError(str(exc)) from None
-    return guarded
+def _guarded(action: Action) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
+    """A tool that does ``action``: asked of ``authorize`` first; Ferret's errors as tool errors
+    (InvalidRequest names its field; the others say what went wrong)."""
+    def guard(tool: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+        @functools.wraps(tool)
+        async def guarded(self: MemoryTools, *args: Any, **kwargs: Any) -> T:
+            self.authorize(action)
+            try:
+                return await tool(self, *args, **kwargs)
+            except FerretError as exc:
+                raise ToolError(str(exc)) from None
+        return needs(action)(guarded)
+    return guard
 
 
 class MemoryTools:
     """The tools of one namespace, each a call of the shared ``AsyncClient``."""
 
-    def __init__(self, namespace: str, client: Callable[[], AsyncClient]) -> None:
+    def __init__(self, namespace: str, client: Callable[[], AsyncClient], read_only: bool = False) -> None:
         self.namespace = namespace
         self.client = client
+        self.read_only = read_only
 
-    @_guarded
+    def authorize(self, action: Action) -> None:
+        """Nothing when the tool may run; else a ``ToolError`` saying why."""
+        if action is Action.WRITE and self.read_only:
+            raise ToolError("read_only: this server is read-only (--read-only): it cannot write or delete memories")
+
+    @_guarded(Action.READ)
     async def search_memory(
         self,
         query: Annotated[str, Field(description="What to look for, in the user's words.")],
@@ -112,7 +131,7 @@ class MemoryTools:
         except ResultTimeout as exc:
             raise ToolError(f"no answer in time: {exc}") from None
 
-    @_guarded
+    @_guarded(Action.WRITE)
     async def remember(
         self,
         memories: Annotated[list[Memory], Field(min_length=1, max_length=1000,
@@ -121,7 +140,7 @@ class MemoryTools:
         """Write memories (visible to the next search)."""
         return {"written": await self.client().remember(self.namespace, memories)}
 
-    @_guarded
+    @_guarded(Action.WRITE)
     async def forget(
         self,
         ids: Annotated[list[Annotated[str, Field(min_length=1, max_length=256)]],
@@ -130,7 +149,7 @@ class MemoryTools:
         """Delete memories by id."""
         return {"deleted": await self.client().forget(self.namespace, ids)}
 
-    @_guarded
+    @_guarded(Action.READ)
     async def prefetch(
         self,
         conversation: Annotated[str, Field(min_length=1, max_length=256, description="The conversation's id.")],
@@ -143,7 +162,7 @@ class MemoryTools:
                                               history=[turn.model_dump(mode="json") for turn in history or ()])
         return {"job_id": handle.job_id, "joined_identical_request": handle.coalesced}
 
-    @_guarded
+    @_guarded(Action.READ)
     async def get_context(
         self,
         conversation: Annotated[str, Field(min_length=1, max_length=256, description="The conversation's id.")],

@@ -17,8 +17,10 @@ from ferret.errors import ConfigError, FerretError
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port (http).")
 @click.option("--head-timeout", default=10.0, show_default=True, type=click.FloatRange(0.1, 600),
               help="Seconds a connection has to send a request's head (http): slower ones are closed.")
+@click.option("--read-only", is_flag=True, help="remember and forget refuse: the model can only read the memory.")
 @click.pass_context
-def mcp(ctx: click.Context, namespace: str, transport: str, host: str, port: int, head_timeout: float) -> None:
+def mcp(ctx: click.Context, namespace: str, transport: str, host: str, port: int, head_timeout: float,
+        read_only: bool) -> None:
     """Serve NAMESPACE's memory as MCP tools: search_memory, remember, forget, prefetch, get_context.
 
     Searches go through the queue: run workers (ferret worker) as for any producer.
@@ -42,7 +44,7 @@ def mcp(ctx: click.Context, namespace: str, transport: str, host: str, port: int
                 made.append(connect_async(settings_of(ctx)))
             return made[0]
 
-        server = build_server(checked, client)
+        server = build_server(checked, client, read_only=read_only)
     except FerretError as exc:
         fail(exc)
     if transport == "stdio":

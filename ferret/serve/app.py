@@ -12,10 +12,13 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ferret.producer.api import AsyncClient
 from ferret.serve import errors_http
+from ferret.serve.access import undeclared
+from ferret.serve.cors import with_cors
 from ferret.serve.gate import Gate
 from ferret.serve.http_metrics import HttpMetrics
 from ferret.serve.routes import router
@@ -32,7 +35,7 @@ def build_app(settings: Settings, ferret: AsyncClient, *, mcp: bool = True, host
     if mcp:
         from ferret.serve.mcp_mount import mcp_endpoint
 
-        mcp_route, mcp_sessions = mcp_endpoint(lambda: ferret, host)
+        mcp_route, mcp_sessions = mcp_endpoint(lambda: ferret, host, metrics)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -55,8 +58,12 @@ def build_app(settings: Settings, ferret: AsyncClient, *, mcp: bool = True, host
     async def scrape() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    gated = Gate(api, ferret.client, settings.http, metrics)  # type: ignore[arg-type]  # an ASGI app
-    timed = Timing(gated, api.router.routes, metrics)
+    versioned = [r for r in router.routes if isinstance(r, APIRoute)]  # the /v1 routes (their paths prefixed)
+    missing = undeclared(r.endpoint for r in versioned) + [r.path for r in versioned if "{namespace}" not in r.path]
+    if missing:
+        raise RuntimeError(f"routes that declare no action or namespace (ferret.serve.access): {missing}")
+    gated = Gate(api, versioned, ferret.client, settings.http, metrics)  # type: ignore[arg-type]  # an ASGI app
+    timed = Timing(with_cors(gated, settings.http.cors_origins), api.router.routes, metrics)
     timed.metrics = metrics
     return timed
 

@@ -1,6 +1,7 @@
 """What every HTTP request passes before Ferret sees it (a plain ASGI middleware, so the MCP endpoint is
-behind it too): no key in a URL, a body under its cap and in time, a live key (``Authorization: Bearer``)
-for the namespace in the path, a write only with a key that may write, and the key's rate.
+behind it too): no key in a URL, a body under its cap and in time, a live key (``Authorization: Bearer``),
+what the route does allowed to that key in the route's namespace (``ferret.serve.access``), and the key's
+rate. Wrong keys are slowed down (``ferret.serve.failed_keys``); Redis out of reach is a 503.
 
 Each refusal is a JSON error, counted by reason; nothing behind the gate runs, so nothing is written.
 A presented key is never logged, echoed or put in a label."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import re
 import time
@@ -21,8 +23,13 @@ from limits import parse as parse_rate
 from limits.aio.storage import RedisStorage
 from limits.aio.strategies import FixedWindowRateLimiter
 
+from starlette.routing import Match
+
 from ferret import keys
-from ferret.serve.api_keys import ApiKey, VerifiedKeys, looks_like_a_key
+from ferret.redis_plumbing.redis_conn import REDIS_AWAY, reason
+from ferret.serve.access import Action, Refused, authorize, declared
+from ferret.serve.api_keys import ApiKey, VerifiedKeys, key_id_of, looks_like_a_key
+from ferret.serve.failed_keys import FailedKeys
 from ferret.serve.http_metrics import HttpMetrics
 from ferret.settings import HttpSettings
 
@@ -33,16 +40,10 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"})
-NAMESPACED = re.compile(r"^/v1/namespaces/([^/]*)(/.*)?$")
-WRITE_ROUTES = re.compile(r"^/v1/namespaces/[^/]+/memories(/forget)?$")
 KEY_PARAMS = re.compile(r"(^|&)(key|api_key|apikey|token|access_token|authorization)=", re.IGNORECASE)
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-class Refused(Exception):
-    def __init__(self, status: int, reason: str, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.reason, self.message, self.headers = status, reason, message, headers or {}
+AWAY_RETRY_SECONDS = 1
+LOG = logging.getLogger("ferret.serve")
 
 
 class RateLimits:
@@ -71,19 +72,29 @@ class RateLimits:
 
 
 class Gate:
-    def __init__(self, app: App, client: aredis.Redis, settings: HttpSettings, metrics: HttpMetrics) -> None:
+    """``routes``: the app's routes; each under ``/v1`` declares what it does (``ferret.serve.access.needs``)."""
+
+    def __init__(self, app: App, routes: list[Any], client: aredis.Redis, settings: HttpSettings,
+                 metrics: HttpMetrics) -> None:
         self.app = app
+        self.routes = routes
         self.settings = settings
         self.metrics = metrics
         self.rates = RateLimits(client, settings.rate_limit)
         self.keys = VerifiedKeys(client)
+        self.failed = FailedKeys(settings.failed_keys_per_id, settings.failed_keys_per_address)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         try:
-            receive = await self._admit(scope, receive)
+            try:
+                receive = await self._admit(scope, receive)
+            except REDIS_AWAY as exc:
+                LOG.warning("Redis did not answer a request's key or rate check (%s): 503", reason(exc))
+                raise Refused(503, "unavailable", f"Redis does not answer: {reason(exc)}",
+                              {"retry-after": str(AWAY_RETRY_SECONDS)}) from None
         except Refused as refused:
             self.metrics.refusals.labels(refused.reason).inc()
             await _answer(send, refused.status, {"error": {"code": refused.reason, "message": refused.message}},
@@ -100,14 +111,14 @@ class Gate:
         if path in OPEN_PATHS or not (path.startswith("/v1/") or _is_mcp(path)):
             return receive
         key = await self._key(scope)
-        namespace = _namespace_of(path)
-        if namespace is not None and not key.reaches(namespace):
-            raise Refused(403, "other_namespace", "this key does not reach that namespace")
-        if key.read_only and scope["method"] == "POST" and WRITE_ROUTES.match(path):
-            raise Refused(403, "read_only", "this key is read-only: it cannot write or delete memories")
-        if _is_mcp(path) and len(key.namespaces) != 1:
-            raise Refused(403, "mcp_needs_one_namespace", "the MCP endpoint takes its namespace from the key: use a "
-                                                         "key made for exactly one namespace")
+        if _is_mcp(path):  # each tool asks what the key may do (ferret.serve.mcp_mount)
+            if len(key.namespaces) != 1:
+                raise Refused(403, "mcp_needs_one_namespace", "the MCP endpoint takes its namespace from the key: "
+                                                             "use a key made for exactly one namespace")
+        else:
+            routed = self._route(scope)
+            if routed is not None:
+                authorize(key, *routed)
         wait = await self.rates.retry_after(key)
         if wait is not None:
             raise Refused(429, "rate_limited", f"this key's rate ({key.rate or self.settings.rate_limit}) is used up: "
@@ -117,14 +128,34 @@ class Gate:
             return await self._whole_body(scope, receive)
         return receive
 
+    def _route(self, scope: Scope) -> tuple[str, Action] | None:
+        """The namespace and action of the route the request is for; None when no route takes it (the app
+        answers 404 or 405)."""
+        for route in self.routes:
+            matched, child = route.matches(scope)
+            if matched is Match.FULL:
+                action = declared(getattr(route, "endpoint", None))
+                namespace = child.get("path_params", {}).get("namespace")
+                if action is None or namespace is None:
+                    raise RuntimeError(f"route {getattr(route, 'path', route)} declares no namespace or action")
+                return str(namespace), action
+        return None
+
     async def _key(self, scope: Scope) -> ApiKey:
         given = _header(scope, b"authorization")
         if given is None:
             raise Refused(401, "no_key", "send the key as Authorization: Bearer KEY",
                           {"www-authenticate": "Bearer"})
         scheme, _, presented = given.partition(" ")
-        key = await self.keys.verify(presented.strip()) if scheme.lower() == "bearer" else None
+        presented = presented.strip()
+        key_id, address = key_id_of(presented), _address(scope)
+        wait = self.failed.retry_after(key_id, address)
+        if wait is not None:
+            raise Refused(429, "too_many_failures", f"too many wrong keys from here or for this key id: retry in "
+                                                    f"{wait} s", {"retry-after": str(wait)})
+        key = await self.keys.verify(presented) if scheme.lower() == "bearer" else None
         if key is None:
+            self.failed.failed(key_id, address)
             raise Refused(401, "bad_key", "the key is not valid", {"www-authenticate": 'Bearer error="invalid_token"'})
         if not key.live:
             raise Refused(401, "revoked_key", "the key was revoked",
@@ -171,9 +202,9 @@ def _is_mcp(path: str) -> bool:
     return path == "/mcp" or path.startswith("/mcp/")
 
 
-def _namespace_of(path: str) -> str | None:
-    found = NAMESPACED.match(path)
-    return unquote(found.group(1)) if found else None
+def _address(scope: Scope) -> str | None:
+    client = scope.get("client")
+    return str(client[0]) if client else None
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -187,7 +218,7 @@ async def _answer(send: Send, status: int, body: dict[str, Any], headers: dict[s
     payload = json.dumps(body).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
            *((k.encode(), v.encode()) for k, v in headers.items())]
-    if status in (400, 408, 413):
+    if status in (400, 408, 413):  # the rest of the body may still be coming
         raw.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": payload})

@@ -15,6 +15,7 @@ from ferret.errors import JobNotFound
 from ferret.producer.api import AsyncClient
 from ferret.producer.rules import JobHandle
 from ferret.records import Memory
+from ferret.serve.access import Action, needs
 
 WAIT_GRACE_SECONDS = 5.0  # a query waits for its deadline plus this, unless it says otherwise
 
@@ -117,6 +118,7 @@ router = APIRouter(prefix="/v1/namespaces/{namespace}", responses=_ERRORS)
 @router.post("/query", response_model=RetrievalResult, summary="Search and wait for the final result",
              responses={504: {"model": ErrorAnswer,
                                 "description": "No final result within the wait (the job may still finish)."}})
+@needs(Action.READ)
 async def query(namespace: NamespacePath, body: Annotated[QueryBody, Body()], request: Request) -> Response:
     ferret = _ferret(request)
     fields = body.model_dump(exclude_unset=True)
@@ -137,6 +139,7 @@ async def query(namespace: NamespacePath, body: Annotated[QueryBody, Body()], re
 
 
 @router.post("/jobs", response_model=Enqueued, status_code=202, summary="Enqueue a request; read it at /jobs/{job_id}")
+@needs(Action.READ)
 async def enqueue(namespace: NamespacePath, body: Annotated[JobBody, Body()], request: Request) -> Response:
     return _enqueued(await _ferret(request).enqueue({**body.model_dump(exclude_unset=True), "namespace": namespace}))
 
@@ -148,6 +151,7 @@ async def _own_result(request: Request, namespace: str, job_id: str) -> Retrieva
 
 
 @router.get("/jobs/{job_id}", response_model=JobView, summary="A job's final status and result, or where RQ has it")
+@needs(Action.READ)
 async def job(namespace: NamespacePath, job_id: JobPath, request: Request) -> Response:
     found = await _own_result(request, namespace, job_id)
     if found is not None:
@@ -163,6 +167,7 @@ async def job(namespace: NamespacePath, job_id: JobPath, request: Request) -> Re
 
 
 @router.get("/jobs/{job_id}/trace", summary="A finished job's span trace")
+@needs(Action.READ)
 async def trace(namespace: NamespacePath, job_id: JobPath, request: Request) -> dict[str, Any]:
     if await _own_result(request, namespace, job_id) is None:
         raise JobNotFound(f"no finished job {job_id} in namespace {namespace}")
@@ -171,6 +176,7 @@ async def trace(namespace: NamespacePath, job_id: JobPath, request: Request) -> 
 
 @router.post("/conversations/{conversation}/prefetch", response_model=Enqueued, status_code=202,
              summary="Start fetching context for a conversation's next turn (a newer one replaces one queued)")
+@needs(Action.READ)
 async def prefetch(namespace: NamespacePath, conversation: ConversationPath,
                    body: Annotated[PrefetchBody, Body()], request: Request) -> Response:
     fields = body.model_dump(mode="json", exclude_unset=True)
@@ -179,6 +185,7 @@ async def prefetch(namespace: NamespacePath, conversation: ConversationPath,
 
 @router.get("/conversations/{conversation}/context", response_model=ContextView,
             summary="The conversation's freshest prefetched context (ready: false when none is)")
+@needs(Action.READ)
 async def context(namespace: NamespacePath, conversation: ConversationPath, request: Request) -> Response:
     found = await _ferret(request).context_for(namespace, conversation)
     if found is None:
@@ -192,11 +199,13 @@ async def context(namespace: NamespacePath, conversation: ConversationPath, requ
 
 @router.post("/memories", summary="Write memories (an existing id is replaced); how many",
              responses={200: {"content": {"application/json": {"example": {"written": 2}}}}})
+@needs(Action.WRITE)
 async def remember(namespace: NamespacePath, body: Annotated[MemoriesBody, Body()], request: Request) -> dict[str, int]:
     return {"written": await _ferret(request).remember(namespace, body.memories)}
 
 
 @router.post("/memories/forget", summary="Delete memories by id; how many there were")
+@needs(Action.WRITE)
 async def forget(namespace: NamespacePath, body: Annotated[ForgetBody, Body()], request: Request) -> dict[str, int]:
     return {"deleted": await _ferret(request).forget(namespace, body.ids)}
 

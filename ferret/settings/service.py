@@ -205,6 +205,14 @@ class HttpSettings(Strict):
     rate_limit: str = Field("50/second", pattern=RATE_PATTERN)
     """Requests one key may make ("50/second", "600/minute", "10000/hour"); a key made with --rate has its own.
     Past it: 429 with Retry-After."""
+    failed_keys_per_id: str = Field("10/minute", pattern=RATE_PATTERN)
+    """Wrong keys one key id may be tried with on one server; past it: 429 with Retry-After, and no key is
+    looked up until the window moves on."""
+    failed_keys_per_address: str = Field("60/minute", pattern=RATE_PATTERN)
+    """Wrong keys one client address may send to one server; past it: 429 with Retry-After."""
+    cors_origins: tuple[str, ...] = ()
+    """Web origins (scheme://host[:port]) whose pages may call the API from a browser; empty: none. A
+    preflight from one of them is answered before any key is asked for."""
     max_body_bytes: int = Field(1_048_576, ge=1024, le=100_000_000)
     """A request body above this is refused with 413, before it is read."""
     head_timeout_seconds: float = Field(10.0, gt=0, le=600)
