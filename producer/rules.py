@@ -209,16 +209,19 @@ class ProducerRules:
 
     def refused(self, job: JobHandle) -> Step[RetrievalResult | None]:
         """The ``failed`` end of a lost job that the workers refused, with the reason and what to do: only
-        when the refusal names this job's own trace id (``keys.refusal``), else None."""
+        when the refusal names this job's own trace id (``keys.refusal``), or the job is one this request
+        joined, else None."""
         raw = yield Call(("GET", keys.refusal(job.job_id)))
         said = refusal_record(raw)
-        if said is None or not job.trace_id or said["trace_id"] != job.trace_id:
+        # A joined job's id is another request's one-off id: a refusal under it is that job's.
+        if said is None or not (job.coalesced or (job.trace_id and said["trace_id"] == job.trace_id)):
             return None
         now = yield Now()
         hint = REFUSAL_HINTS.get(said["reason"], "")
         error = f"refused by the workers ({said['reason']}): {said['message']}" + (f"; {hint}" if hint else "")
         return RetrievalResult(job_id=job.job_id, request_id=job.request_id, namespace=job.namespace,
-                               queue=job.queue, status="failed", error=error[:1000], trace_id=job.trace_id,
+                               queue=job.queue, status="failed", error=error[:1000],
+                               trace_id=job.trace_id or said["trace_id"],
                                timestamps=Timestamps(enqueued_at=now, deadline_at=job.deadline_at or now,
                                                      finished_at=now))
 
@@ -335,13 +338,12 @@ class ProducerRules:
         """The handle of the identical prefetch job in flight that holds ``slot`` (the put's claim found it
         held), if it is still in flight; else the slot is taken for this job (None)."""
         other_id = text((yield Call(("GET", slot.key))))
-        if other_id is None or (yield from result_exists(other_id)) or not (yield from self._rq_has(other_id)):
+        # Only a job RQ may still run is joined: one it ended (refused by the workers, failed, stopped) would
+        # leave its joiners waiting for a result that never comes; this request runs on its own instead.
+        if other_id is None or (yield from result_exists(other_id)) or not (yield from job_live(other_id)):
             yield Call(("SET", slot.key, slot.value, "PX", slot.ttl_ms))
             return None
         # The slot's key holds the version: the job joined runs at this one.
         return JobHandle(other_id, request.queue, request.namespace, None, "", duplicate=True, coalesced=True,
                          memory_version=version)
 
-    @staticmethod
-    def _rq_has(job_id: str) -> Step[bool]:
-        return (yield from job_state(job_id)) is not None

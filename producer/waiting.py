@@ -59,7 +59,9 @@ def waiting(rules: ProducerRules, job: JobHandle | str, timeout: float, check_se
             monotonic: Callable[[], float] = time.monotonic) -> Waiting:
     """The wait for ``job``'s final result, at most ``timeout`` seconds."""
     job_id = job_id_of(job)
-    watch = isinstance(job, JobHandle) and job.request is not None and check_seconds > 0
+    # A job of this request's own is watched for loss and refusal; one it joined, for refusal (its own
+    # request enqueues it again if it is lost).
+    watch = isinstance(job, JobHandle) and (job.request is not None or job.coalesced) and check_seconds > 0
     until = monotonic() + timeout
     away = RedisAway(job_id)
     found: RetrievalResult | None = None
@@ -71,7 +73,7 @@ def waiting(rules: ProducerRules, job: JobHandle | str, timeout: float, check_se
                 assert isinstance(job, JobHandle)
                 if (yield RunRule(rules.lost(job))):
                     found = yield RunRule(rules.refused(job))
-                    if found is None:
+                    if found is None and job.request is not None:
                         yield RunRule(rules.enqueue_again(job))
         except AWAY_ERRORS as exc:
             assert isinstance(exc, Exception)

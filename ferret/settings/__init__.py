@@ -103,8 +103,10 @@ class Settings(BaseSettings):
 
 class _Environment(EnvSettingsSource):
     """``FERRET_<SECTION>__<KEY>`` variables of a given environment (os.environ
-    by default); a FERRET_ variable that names no setting is an error, but for
-    ``FERRET_CONFIG`` and the test suite's ``FERRET_TEST_*``."""
+    by default). Only names of that shape are settings: one whose section is
+    not Ferret's is an error (a typo would otherwise be ignored); any other
+    ``FERRET_*`` name (a user's own ``FERRET_KEY`` or ``FERRET_URL``) is left
+    alone."""
 
     def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
         self._environ = environ
@@ -112,15 +114,16 @@ class _Environment(EnvSettingsSource):
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
         sections = set(self.settings_cls.model_fields)
-        for name in self._environ:
-            if not name.upper().startswith(ENV_PREFIX) or name.upper() == ENV_CONFIG_FILE \
-                    or name.upper().startswith(ENV_TEST_PREFIX):
+        shaped = {}
+        for name, value in self._environ.items():
+            if not name.upper().startswith(ENV_PREFIX) or "__" not in name:
                 continue
             path = name[len(ENV_PREFIX):].lower().split("__")
-            if len(path) < 2 or path[0] not in sections:
+            if path[0] not in sections or not all(path):
                 raise ConfigError(f"environment variable {name}: expected FERRET_<SECTION>__<KEY> with SECTION one "
                                   f"of {', '.join(sorted(sections))}")
-        values = parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
+            shaped[name] = value
+        values = parse_env_vars(shaped, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
         return {name: None if value == "" else value for name, value in values.items()}
 
 

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, SecretStr
 
 from ferret.settings import Settings, load_settings
-from ferret.settings.strict import ENV_CONFIG_FILE, ENV_PREFIX, ENV_TEST_PREFIX
+from ferret.settings.strict import ENV_CONFIG_FILE, ENV_PREFIX
 from ferret.settings.walk import Leaf, leaves
 
 REDACTED = "**********"
@@ -63,7 +63,7 @@ def _environment_paths(environ: Mapping[str, str]) -> dict[str, str]:
     found = {}
     for name in environ:
         upper = name.upper()
-        if upper.startswith(ENV_PREFIX) and upper != ENV_CONFIG_FILE and not upper.startswith(ENV_TEST_PREFIX):
+        if upper.startswith(ENV_PREFIX) and "__" in name:  # the shape of a setting (ferret.settings)
             found[".".join(name[len(ENV_PREFIX):].lower().split("__"))] = name
     return found
 

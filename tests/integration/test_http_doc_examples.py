@@ -8,7 +8,6 @@ fails the suite."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -70,9 +69,16 @@ def test_an_http_example_runs_and_prints_what_its_page_says(example, env, start_
     start_workers(1)
     served = serve()
     key = make_key(env, "-n", "kitchen")
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("FERRET_")}
-    ran = subprocess.run(_command(example, tmp_path), env={**clean, "FERRET_URL": served.url, "FERRET_KEY": key},
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    # The pages' variables beside Ferret's own settings, as in a user's shell: Ferret runs there too.
+    shell = {**env, "FERRET_URL": served.url, "FERRET_KEY": key}
+    ran = subprocess.run(_command(example, tmp_path), env=shell, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     for wanted in example.prints:
         assert re.search(wanted, ran.stdout, re.MULTILINE), (wanted, ran.stdout)
+    beside = subprocess.run([sys.executable, "-m", "ferret.cli.main", "status"], env=shell, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert beside.returncode == 0, beside.stdout + beside.stderr
+    connected = subprocess.run([sys.executable, "-c", "import ferret; ferret.connect().close()"], env=shell,
+                               cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert connected.returncode == 0, connected.stderr

@@ -95,3 +95,16 @@ def test_a_producer_with_another_key_reads_its_refusal_as_a_failed_end_with_the_
     assert answer["status"] == "failed" and "bad_signature" in answer["error"]
     assert "the producer's signing key differs from the workers'" in answer["error"]
     assert "enqueued again" not in ran.stderr  # and so its 60 s wait was not spent re-enqueueing
+
+
+def test_the_same_request_sent_again_after_its_refusal_gets_the_refusal_too(signed, env):
+    """An identical prefetch sent again while the refused one's in-flight slot is still held does not join the
+    job the workers ended: it runs on its own, is refused the same way, and its wait ends with the reason."""
+    other = {**env, "FERRET_SECURITY__SIGNING_KEY": "y" * 32}
+    command = [sys.executable, "-m", "ferret.cli.main", "query", "ETH thesis", "-n", "sample", "--wait", "60",
+               "--json"]
+    for attempt in ("first", "again"):
+        ran = subprocess.run(command, env=other, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert ran.returncode == exit_codes.PARTLY, (attempt, ran.stdout + ran.stderr)
+        answer = json.loads(ran.stdout)
+        assert answer["status"] == "failed" and "bad_signature" in answer["error"], attempt

@@ -26,13 +26,20 @@ def test_yaml_then_environment(tmp_path):
     [
         ({"FERRET_PIPELINE__QUALITY_THRESHOL": "0.3"}, "pipeline.quality_threshol"),
         ({"FERRET_PIPELINE__MAX_RESULTS": "-1"}, "pipeline.max_results"),
-        ({"FERRET_NOPE": "1"}, "FERRET_<SECTION>__<KEY>"),
+        ({"FERRET_NOPE__X": "1"}, "FERRET_<SECTION>__<KEY>"),
         ({"FERRET_BACKEND__KIND": "mongo"}, "backend.kind"),
     ],
 )
 def test_bad_settings_name_the_key(environ, needle):
     with pytest.raises(ConfigError, match=needle.replace("<", ".").replace(">", ".")):
         load_settings(environ=environ)
+
+
+def test_ferret_names_not_shaped_as_settings_are_a_users_own():
+    """``FERRET_KEY`` and ``FERRET_URL`` (the HTTP guides' names) are left alone; Ferret reads its settings."""
+    settings = load_settings(environ={"FERRET_KEY": "fk_x", "FERRET_URL": "http://127.0.0.1:8080", "FERRET_NOPE": "1",
+                                      "FERRET_PIPELINE__MAX_RESULTS": "9"})
+    assert settings.pipeline.max_results == 9
 
 
 def test_unknown_yaml_key_is_an_error(tmp_path):

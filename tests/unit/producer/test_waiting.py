@@ -104,9 +104,9 @@ def test_a_result_for_another_namespace_is_refused():
         policy.send(_result(namespace="other"))
 
 
-def _run_refused(raw, trace_id="t" * 32):
+def _run_refused(raw, trace_id="t" * 32, coalesced=False):
     """``ProducerRules.refused`` played with a scripted GET reply and clock."""
-    handle = JobHandle("j", "prefetch", "n", None, trace_id, deadline_at=200.0)
+    handle = JobHandle("j", "prefetch", "n", None, trace_id, deadline_at=200.0, coalesced=coalesced)
     step = RULES.refused(handle)
     call = next(step)
     assert call.args == ("GET", "ferret:refusal:j")
@@ -128,3 +128,21 @@ def test_a_refusal_ends_the_job_only_with_the_producers_own_trace_id():
     assert _run_refused(mine.replace("t" * 32, "u" * 32)) is None  # someone else's entry: not this job's end
     assert _run_refused(b"not json") is None and _run_refused(None) is None
     assert _run_refused(json.dumps({"reason": 1, "message": "x", "trace_id": "t" * 32})) is None
+
+
+def test_a_joined_job_the_workers_refused_ends_its_joiners_wait_with_the_refusal():
+    """A request that joined an identical one in flight (its handle has no request and no trace id of its own)
+    is watched for the refusal too, and never enqueues the other's job again."""
+    import json
+
+    clock = Clock()
+    joined = JobHandle("j", "prefetch", "n", None, "", duplicate=True, coalesced=True)
+    policy = waiting(RULES, joined, 10.0, 2.0, clock)
+    assert next(policy) == AwaitResult("j", 2.0)
+    clock.now += 2.0
+    assert policy.send(None).step.__name__ == "lost"
+    assert policy.send(True).step.__name__ == "refused"
+    assert isinstance(policy.send(None), AwaitResult)  # lost, not refused: waited for, not enqueued again
+    theirs = json.dumps({"reason": "bad_signature", "message": "signature does not match", "trace_id": "u" * 32})
+    ended = _run_refused(theirs, trace_id="", coalesced=True)
+    assert ended.status == "failed" and "bad_signature" in ended.error and ended.trace_id == "u" * 32
