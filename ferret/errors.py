@@ -3,7 +3,8 @@
     FerretError                  base of everything Ferret raises on purpose
     ├── ConfigError              settings file or environment is invalid
     ├── InvalidRequest           bad input; ``field`` names what is wrong
-    │   └── InvalidMemory        a memory record (ingest line) is invalid
+    │   ├── InvalidMemory        a memory record (ingest line) is invalid
+    │   └── RequestIdTaken       a request id already used for a different request
     ├── BackendError             a memory backend failed; ``backend`` names it
     │   ├── BackendUnavailable   could not connect, timed out, or answered 5xx
     │   ├── BackendProtocolError answered something that is not what we expect
@@ -46,6 +47,11 @@ class InvalidRequest(FerretError):
 
 class InvalidMemory(InvalidRequest):
     """A memory record is invalid (e.g. one malformed ingest line)."""
+
+
+class RequestIdTaken(InvalidRequest):
+    """The request id was already used for a different request: well formed, but in conflict with what is
+    stored (HTTP 409)."""
 
 
 class BackendError(FerretError):

@@ -152,6 +152,8 @@ class Memory(BaseModel):
 
 
 class TimeRange(BaseModel):
+    """A range of times, either end open; a start after the end is refused."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     start: datetime | None = None
@@ -178,6 +180,14 @@ class Filters(BaseModel):
 
     _encodable = field_validator("type", "subtype", "lifecycle")(_encodable_or_none)
     _encodable_ids = field_validator("cluster_ids")(_encodable_ids)
+
+    @field_validator("type", "subtype", "lifecycle", "cluster_ids")
+    @classmethod
+    def _no_control_characters(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
+        """Text from users' one rule (queries, history, memories), for filters too."""
+        for item in (value,) if isinstance(value, str) else value or ():
+            without_control_characters(item)
+        return value
 
     def without_subtype(self) -> Filters:
         return self.model_copy(update={"subtype": None})

@@ -27,7 +27,7 @@ from ferret import keys
 from ferret.cache import answer_fingerprint, cache_key, inflight_key
 from ferret.contract import RetrievalRequest, RetrievalResult, Timestamps, parse_request
 from ferret.envelope import JobEnvelope
-from ferret.errors import ForeignResult, InvalidRequest, JobNotFound, RedisUnreachable, ResultTimeout
+from ferret.errors import ForeignResult, InvalidRequest, JobNotFound, RedisUnreachable, RequestIdTaken, ResultTimeout
 from ferret.job_ids import job_id_for
 from ferret.producer.put_script import Claim, ConversationPush, Put, put_job
 from ferret.results import read_result, read_trace, result_exists
@@ -298,7 +298,7 @@ class ProducerRules:
             return None
         trace_id, _, digest = claim.partition(":")
         if digest and digest != request_digest(request):
-            raise InvalidRequest("request_id", f"{request.request_id!r} was already used for a different request "
+            raise RequestIdTaken("request_id", f"{request.request_id!r} was already used for a different request "
                                                "(its query, filters or options differ); the same request "
                                                "again is one job, another one needs a new id")
         # A job RQ ended (failed, stopped, cancelled, even finished) without a Ferret result is lost.

@@ -22,8 +22,9 @@ from ferret.serve.cors import with_cors
 from ferret.serve.gate import Gate
 from ferret.serve.http_metrics import HttpMetrics
 from ferret.serve.routes import router
+from ferret.serve.strict_document import tighten
 from ferret.serve.timing import Timing
-from ferret.settings import Settings
+from ferret.settings import LimitSettings, Settings
 
 API_VERSION = "1"
 
@@ -47,7 +48,7 @@ def build_app(settings: Settings, ferret: AsyncClient, *, mcp: bool = True, host
             finally:
                 await ferret.close()
 
-    api = _api(lifespan)
+    api = _api(lifespan, settings.limits)
     api.state.ferret = ferret
     api.state.http = settings.http
     api.state.metrics = metrics
@@ -68,13 +69,14 @@ def build_app(settings: Settings, ferret: AsyncClient, *, mcp: bool = True, host
     return timed
 
 
-def openapi_document() -> dict[str, Any]:
-    """The API's OpenAPI document, as the server serves it at /openapi.json (no Redis needed)."""
-    return _api(None).openapi()
+def openapi_document(limits: LimitSettings | None = None) -> dict[str, Any]:
+    """The API's OpenAPI document, as a server with ``limits`` (the defaults: none given) serves it at
+    /openapi.json (no Redis needed)."""
+    return _api(None, limits or LimitSettings()).openapi()
 
 
-def _api(lifespan: Any) -> FastAPI:
-    """The routes, their models and their errors."""
+def _api(lifespan: Any, limits: LimitSettings) -> FastAPI:
+    """The routes, their models and their errors; the document as strict as the server (``limits``)."""
     api = FastAPI(title="Ferret", version=API_VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Multi-pass memory retrieval for agents. Every /v1 route needs "
                               "`Authorization: Bearer KEY` (`ferret keys create`); a key reaches only its "
@@ -98,9 +100,9 @@ def _api(lifespan: Any) -> FastAPI:
     plain_openapi = api.openapi
 
     def with_keys() -> dict[str, Any]:
-        """FastAPI's document, with the bearer key every /v1 route needs."""
+        """FastAPI's document, as strict as the server, with the bearer key every /v1 route needs."""
         if api.openapi_schema is None:
-            document = plain_openapi()
+            document = tighten(plain_openapi(), limits)
             document.setdefault("components", {})["securitySchemes"] = {
                 "key": {"type": "http", "scheme": "bearer", "description": "A key from `ferret keys create`."}}
             for path, operations in document["paths"].items():

@@ -20,6 +20,7 @@ from ferret.errors import (
     InvalidRequest,
     JobNotFound,
     RedisUnreachable,
+    RequestIdTaken,
     ResultTimeout,
 )
 from ferret.redis_plumbing.redis_conn import REDIS_AWAY, reason
@@ -42,6 +43,8 @@ def _away(status: int, code: str, message: str) -> JSONResponse:
 
 
 def _ferret_error(_: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, RequestIdTaken):
+        return error(409, "request_id_taken", exc.message, field=exc.field)
     if isinstance(exc, InvalidRequest):
         return error(422, "invalid_request", exc.message, field=exc.field)
     if isinstance(exc, ResultTimeout):

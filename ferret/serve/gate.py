@@ -22,7 +22,6 @@ import redis.asyncio as aredis
 from limits import parse as parse_rate
 from limits.aio.storage import RedisStorage
 from limits.aio.strategies import FixedWindowRateLimiter
-
 from starlette.routing import Match
 
 from ferret import keys

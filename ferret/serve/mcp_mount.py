@@ -2,9 +2,9 @@
 
 The namespace is the key's (a key for exactly one namespace, checked by ``ferret.serve.gate``), never an
 argument: a model cannot name another. Each tool asks ``ferret.serve.access`` whether the key may do what the
-tool does (a read-only key cannot write or forget), as every route does. The MCP SDK's streamable HTTP transport runs stateless, so each
-request is served with its own key's namespace (a context variable set for the request, which the
-transport's task for that request inherits)."""
+tool does (a read-only key cannot write or forget), as every route does. The MCP SDK's streamable HTTP
+transport runs stateless, so each request is served with its own key (a context variable set for the
+request, which the transport's task for that request inherits)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from ferret.producer.rules import JobHandle
 from ferret.records import Memory
 from ferret.serve.access import Action, needs
 
+MEMORY_ID = r"^[^\x00-\x1f\x7f-\x9f]*$"  # no memory's id has a control character: none is forgotten by one
 WAIT_GRACE_SECONDS = 5.0  # a query waits for its deadline plus this, unless it says otherwise
 
 NamespacePath = Annotated[str, Path(min_length=1, max_length=256, description="The namespace the key reaches.")]
@@ -73,7 +74,8 @@ class MemoriesBody(BaseModel):
 
 class ForgetBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    ids: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=1000)
+    ids: list[Annotated[str, Field(min_length=1, max_length=256, pattern=MEMORY_ID)]] = Field(min_length=1,
+                                                                                             max_length=1000)
 
 
 def _ferret(request: Request) -> AsyncClient:
@@ -92,9 +94,10 @@ def _enqueued(handle: JobHandle) -> Response:
 
 
 class ErrorDetail(BaseModel):
-    code: str = Field(description="no_key, bad_key, revoked_key, other_namespace, read_only, rate_limited, "
-                                  "too_large, body_too_slow, key_in_url, invalid_request, not_found, not_yet, "
-                                  "unavailable, ...")
+    code: str = Field(description="no_key, bad_key, revoked_key, too_many_failures, other_namespace, read_only, "
+                                  "rate_limited, too_large, body_too_slow, key_in_url, bad_body, invalid_request, "
+                                  "request_id_taken, not_found, method_not_allowed, not_yet, unavailable, "
+                                  "store_unavailable, bad_result, failed")
     message: str
     field: str | None = Field(None, description="The request's field at fault (invalid_request).")
     job_id: str | None = Field(None, description="The job still running (not_yet).")
@@ -108,16 +111,21 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorAnswer, "description": what} for status, what in (
         (400, "A key in the URL."), (401, "No key, or not a valid or live key."),
         (403, "The key does not reach the namespace, or is read-only."), (404, "No such job in the namespace."),
-        (408, "The body did not arrive in time."), (413, "The body is too large."),
-        (422, "A field is invalid: `field` names it."), (429, "The key's rate is used up: see Retry-After."),
-        (503, "Redis or the memory store does not answer."))}
+        (405, "The route takes another method."), (408, "The body did not arrive in time."),
+        (413, "The body is too large."), (422, "A field is invalid: `field` names it."),
+        (429, "The key's rate is used up, or too many wrong keys: see Retry-After."),
+        (500, "The server failed (its log says why)."),
+        (503, "Redis or the memory store does not answer: see Retry-After."))}
 
 router = APIRouter(prefix="/v1/namespaces/{namespace}", responses=_ERRORS)
 
 
+_TAKEN = {409: {"model": ErrorAnswer, "description": "The request id was already used for a different request."}}
+
+
 @router.post("/query", response_model=RetrievalResult, summary="Search and wait for the final result",
-             responses={504: {"model": ErrorAnswer,
-                                "description": "No final result within the wait (the job may still finish)."}})
+             responses={**_TAKEN, 504: {"model": ErrorAnswer,
+                                        "description": "No final result within the wait (the job may still finish)."}})
 @needs(Action.READ)
 async def query(namespace: NamespacePath, body: Annotated[QueryBody, Body()], request: Request) -> Response:
     ferret = _ferret(request)
@@ -138,7 +146,8 @@ async def query(namespace: NamespacePath, body: Annotated[QueryBody, Body()], re
         waiting.dec()
 
 
-@router.post("/jobs", response_model=Enqueued, status_code=202, summary="Enqueue a request; read it at /jobs/{job_id}")
+@router.post("/jobs", response_model=Enqueued, status_code=202, responses=_TAKEN,
+             summary="Enqueue a request; read it at /jobs/{job_id}")
 @needs(Action.READ)
 async def enqueue(namespace: NamespacePath, body: Annotated[JobBody, Body()], request: Request) -> Response:
     return _enqueued(await _ferret(request).enqueue({**body.model_dump(exclude_unset=True), "namespace": namespace}))
