@@ -4,58 +4,7 @@
  */
 
 export interface paths {
-    "/healthz": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The process is up */
-        get: operations["healthz_healthz_get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/readyz": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Redis answers: requests can be served */
-        get: operations["readyz_readyz_get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/namespaces/{namespace}/conversations/{conversation}/context": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The conversation's freshest prefetched context (ready: false when none is) */
-        get: operations["context_v1_namespaces__namespace__conversations__conversation__context_get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/namespaces/{namespace}/conversations/{conversation}/prefetch": {
+    "/v1/namespaces/{namespace}/query": {
         parameters: {
             query?: never;
             header?: never;
@@ -64,8 +13,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start fetching context for a conversation's next turn (a newer one replaces one queued) */
-        post: operations["prefetch_v1_namespaces__namespace__conversations__conversation__prefetch_post"];
+        /** Search and wait for the final result */
+        post: operations["query_v1_namespaces__namespace__query_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -123,6 +72,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/namespaces/{namespace}/conversations/{conversation}/prefetch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start fetching context for a conversation's next turn (a newer one replaces one queued) */
+        post: operations["prefetch_v1_namespaces__namespace__conversations__conversation__prefetch_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/namespaces/{namespace}/conversations/{conversation}/context": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The conversation's freshest prefetched context (ready: false when none is) */
+        get: operations["context_v1_namespaces__namespace__conversations__conversation__context_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/namespaces/{namespace}/memories": {
         parameters: {
             query?: never;
@@ -157,17 +140,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/namespaces/{namespace}/query": {
+    "/healthz": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The process is up */
+        get: operations["healthz_healthz_get"];
         put?: never;
-        /** Search and wait for the final result */
-        post: operations["query_v1_namespaces__namespace__query_post"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Redis answers: requests can be served */
+        get: operations["readyz_readyz_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -180,16 +180,14 @@ export interface components {
     schemas: {
         /** ContextView */
         ContextView: {
-            /** Age Seconds */
-            age_seconds?: number | null;
-            /** Context */
-            context?: string | null;
-            /** Job Id */
-            job_id?: string | null;
-            /** Newer Pending */
-            newer_pending?: boolean | null;
             /** Ready */
             ready: boolean;
+            /** Context */
+            context: string | null;
+            /** Job Id */
+            job_id: string | null;
+            /** Status */
+            status: string | null;
             /**
              * Results
              * @default []
@@ -197,24 +195,26 @@ export interface components {
             results: {
                 [key: string]: unknown;
             }[];
+            /** Age Seconds */
+            age_seconds: number | null;
             /**
              * Stale
              * @description Memories were written since it was enqueued.
              */
-            stale?: boolean | null;
-            /** Status */
-            status?: string | null;
+            stale: boolean | null;
+            /** Newer Pending */
+            newer_pending: boolean | null;
         };
         /** Enqueued */
         Enqueued: {
-            /** Deadline At */
-            deadline_at: number | null;
             /** Job Id */
             job_id: string;
-            /** Joined Identical Request */
-            joined_identical_request: boolean;
             /** Queue */
             queue: string;
+            /** Joined Identical Request */
+            joined_identical_request: boolean;
+            /** Deadline At */
+            deadline_at: number | null;
         };
         /** ErrorAnswer */
         ErrorAnswer: {
@@ -224,9 +224,11 @@ export interface components {
         ErrorDetail: {
             /**
              * Code
-             * @description no_key, bad_key, revoked_key, other_namespace, read_only, rate_limited, too_large, body_too_slow, key_in_url, invalid_request, not_found, not_yet, unavailable, ...
+             * @description no_key, bad_key, revoked_key, too_many_failures, other_namespace, read_only, rate_limited, too_large, body_too_slow, key_in_url, bad_body, invalid_request, request_id_taken, not_found, method_not_allowed, not_yet, unavailable, store_unavailable, bad_result, failed
              */
             code: string;
+            /** Message */
+            message: string;
             /**
              * Field
              * @description The request's field at fault (invalid_request).
@@ -237,23 +239,21 @@ export interface components {
              * @description The job still running (not_yet).
              */
             job_id?: string | null;
-            /** Message */
-            message: string;
         };
         /**
          * Filters
          * @description Search filters, propagated to every sub-query.
          */
         Filters: {
-            /** Cluster Ids */
-            cluster_ids?: string[] | null;
-            /** Lifecycle */
-            lifecycle?: string | null;
-            /** Subtype */
-            subtype?: string | null;
-            time_range?: components["schemas"]["TimeRange"] | null;
             /** Type */
             type?: string | null;
+            /** Subtype */
+            subtype?: string | null;
+            /** Lifecycle */
+            lifecycle?: string | null;
+            time_range?: components["schemas"]["TimeRange"] | null;
+            /** Cluster Ids */
+            cluster_ids?: string[] | null;
         };
         /** ForgetBody */
         ForgetBody: {
@@ -262,72 +262,104 @@ export interface components {
         };
         /** JobBody */
         JobBody: {
-            /** Deadline Seconds */
-            deadline_seconds?: number | null;
-            /** @default {} */
-            filters: components["schemas"]["Filters"];
-            /**
-             * History
-             * @default []
-             */
-            history: components["schemas"]["Turn"][];
-            /**
-             * @default {
-             *       "agent": false,
-             *       "cache": true,
-             *       "format": "text",
-             *       "recall": "auto",
-             *       "rerank": false
-             *     }
-             */
-            options: components["schemas"]["RetrievalOptions"];
             /** Query */
-            query: string;
+            query: string & unknown;
+            /** @default {} */
+            filters?: components["schemas"]["Filters"];
+            /** Request Id */
+            request_id?: string | null;
             /**
              * Queue
              * @default prefetch
              * @enum {string}
              */
-            queue: "prefetch" | "batch";
-            /** Request Id */
-            request_id?: string | null;
+            queue?: "prefetch" | "batch";
+            /** Deadline Seconds */
+            deadline_seconds?: number | null;
+            /**
+             * @default {
+             *       "rerank": false,
+             *       "format": "text",
+             *       "recall": "auto",
+             *       "cache": true,
+             *       "agent": false
+             *     }
+             */
+            options?: components["schemas"]["RetrievalOptions"];
+            /**
+             * History
+             * @default []
+             */
+            history?: components["schemas"]["Turn"][];
         };
         /** JobStats */
         JobStats: {
-            /** Agent */
-            agent?: {
-                [key: string]: unknown;
-            } | null;
-            /** Backend Calls */
-            backend_calls?: [
-                string,
-                string,
-                number
-            ][] | null;
-            /** Cache Hit */
-            cache_hit?: boolean | null;
-            /** Candidates */
-            candidates?: number | null;
-            /** Circuit Open */
-            circuit_open?: string[] | null;
+            /** Complexity Score */
+            complexity_score?: number | null;
+            /** Route */
+            route?: string | null;
             /** Complexity Factors */
             complexity_factors?: {
                 [key: string]: number;
             } | null;
             /** Complexity Override */
             complexity_override?: string | null;
-            /** Complexity Score */
-            complexity_score?: number | null;
-            /** Context Tokens */
-            context_tokens?: number | null;
-            /** Decomposition Strategy */
-            decomposition_strategy?: string | null;
+            /** Trivial */
+            trivial?: string | null;
+            /** Timestamp Stripped */
+            timestamp_stripped?: boolean | null;
+            /** References Resolved */
+            references_resolved?: number | null;
+            /** Rewritten Query */
+            rewritten_query?: string | null;
+            /** Query Type */
+            query_type?: string | null;
             /** Disqualifiers */
             disqualifiers?: string[] | null;
+            /** Intents */
+            intents?: string[] | null;
+            /** Was Decomposed */
+            was_decomposed?: boolean | null;
+            /** Decomposition Strategy */
+            decomposition_strategy?: string | null;
+            /** Sub Queries */
+            sub_queries?: string[] | null;
+            /** Retries */
+            retries?: number | null;
             /** Empty Parts */
             empty_parts?: number[] | null;
             /** Empty Parts Filled */
             empty_parts_filled?: number | null;
+            /** Replacements Attempted */
+            replacements_attempted?: number | null;
+            /** Replacements Successful */
+            replacements_successful?: number | null;
+            /** Sub Query Errors */
+            sub_query_errors?: number | null;
+            /** Sub Query Timeouts */
+            sub_query_timeouts?: number | null;
+            /** Remote Classifier */
+            remote_classifier?: string | null;
+            /** Candidates */
+            candidates?: number | null;
+            /** Context Tokens */
+            context_tokens?: number | null;
+            /** Rerank */
+            rerank?: string | null;
+            /** Circuit Open */
+            circuit_open?: string[] | null;
+            /** Stage Ms */
+            stage_ms?: {
+                [key: string]: number;
+            } | null;
+            /** Skipped Stages */
+            skipped_stages?: string[] | null;
+            /** Backend Calls */
+            backend_calls?: [
+                string,
+                string,
+                number
+            ][] | null;
             /** Fallback */
             fallback?: string | null;
             /** Fallback Cause */
@@ -340,76 +372,44 @@ export interface components {
             index?: string | null;
             /** Index Changes */
             index_changes?: number | null;
-            /** Index Evictions */
-            index_evictions?: number | null;
+            /** Index Staged */
+            index_staged?: number | null;
+            /** Index Folded */
+            index_folded?: number | null;
             /** Index Fold Ms */
             index_fold_ms?: number | null;
             /** Index Fold Taken */
             index_fold_taken?: boolean | null;
-            /** Index Folded */
-            index_folded?: number | null;
-            /** Index Staged */
-            index_staged?: number | null;
-            /** Intents */
-            intents?: string[] | null;
-            /** Query Type */
-            query_type?: string | null;
-            /** References Resolved */
-            references_resolved?: number | null;
+            /** Index Evictions */
+            index_evictions?: number | null;
+            /** Agent */
+            agent?: {
+                [key: string]: unknown;
+            } | null;
+            /** Cache Hit */
+            cache_hit?: boolean | null;
             /** Refused */
             refused?: string | null;
-            /** Remote Classifier */
-            remote_classifier?: string | null;
-            /** Replacements Attempted */
-            replacements_attempted?: number | null;
-            /** Replacements Successful */
-            replacements_successful?: number | null;
-            /** Rerank */
-            rerank?: string | null;
-            /** Retries */
-            retries?: number | null;
-            /** Rewritten Query */
-            rewritten_query?: string | null;
-            /** Route */
-            route?: string | null;
-            /** Skipped Stages */
-            skipped_stages?: string[] | null;
-            /** Stage Ms */
-            stage_ms?: {
-                [key: string]: number;
-            } | null;
-            /** Sub Queries */
-            sub_queries?: string[] | null;
-            /** Sub Query Errors */
-            sub_query_errors?: number | null;
-            /** Sub Query Timeouts */
-            sub_query_timeouts?: number | null;
-            /** Superseded By */
-            superseded_by?: string | null;
-            /** Timestamp Stripped */
-            timestamp_stripped?: boolean | null;
-            /** Trivial */
-            trivial?: string | null;
             /** Truncated */
             truncated?: boolean | null;
-            /** Was Decomposed */
-            was_decomposed?: boolean | null;
+            /** Superseded By */
+            superseded_by?: string | null;
         };
         /** JobView */
         JobView: {
             /** Job Id */
             job_id: string;
-            result?: components["schemas"]["RetrievalResult"] | null;
-            /**
-             * Rq State
-             * @description RQ's state of the job (queued, started, ...); null if RQ has none.
-             */
-            rq_state: string | null;
             /**
              * Status
              * @description Ferret's final status; null until there is one.
              */
             status: string | null;
+            /**
+             * Rq State
+             * @description RQ's state of the job (queued, started, ...); null if RQ has none.
+             */
+            rq_state: string | null;
+            result: components["schemas"]["RetrievalResult"] | null;
         };
         /** MemoriesBody */
         MemoriesBody: {
@@ -433,109 +433,115 @@ export interface components {
          */
         Memory: {
             /**
-             * Cluster Ids
-             * @description Clusters it belongs to: ``filters.cluster_ids`` selects by them.
-             * @default []
-             */
-            cluster_ids: string[];
-            /**
-             * Content Body
-             * @description The text (a JSON body's ``text`` field is its text). At least one of title, body and summary is needed.
-             * @default
-             */
-            content_body: string;
-            /**
-             * Content Summary
-             * @description A summary, searched and shown when there is no body.
-             * @default
-             */
-            content_summary: string;
-            /**
-             * Content Title
-             * @description A short title: searched, and shown first in the context.
-             * @default
-             */
-            content_title: string;
-            /**
              * Id
              * @description Unique within its namespace; writing the same id again replaces the memory. No control characters.
              */
             id: string;
-            /** @description EPISODIC, SIGNALS, KNOWLEDGE or PROCEDURAL, when the memory names its own section (Nous does). */
-            memory_section?: components["schemas"]["Section"] | null;
             /**
-             * Provenance Created At
-             * @description When the memory was written (ISO 8601); ``filters.time_range`` of type ``ingestion`` selects by it.
+             * Type
+             * @description What kind of memory: event, preference, fact, procedure, plan, ... (with subtype, decides the section).
+             * @default concept
              */
-            provenance_created_at?: string | null;
-            /**
-             * State Lifecycle
-             * @description ACTIVE, ARCHIVED, ...: ``filters.lifecycle`` selects by it.
-             */
-            state_lifecycle?: string | null;
+            type?: string;
             /**
              * Subtype
              * @description A finer kind (``custom:recipe``); when given, it decides the section instead of type.
              */
             subtype?: string | null;
             /**
+             * Content Title
+             * @description A short title: searched, and shown first in the context.
+             * @default
+             */
+            content_title?: string;
+            /**
+             * Content Body
+             * @description The text (a JSON body's ``text`` field is its text). At least one of title, body and summary is needed.
+             * @default
+             */
+            content_body?: string;
+            /**
+             * Content Summary
+             * @description A summary, searched and shown when there is no body.
+             * @default
+             */
+            content_summary?: string;
+            /**
+             * Provenance Created At
+             * @description When the memory was written (ISO 8601); ``filters.time_range`` of type ``ingestion`` selects by it.
+             */
+            provenance_created_at?: string | null;
+            /**
              * Temporal Event Time
              * @description When what it describes happened (ISO 8601); ``filters.time_range`` of type ``event`` selects by it.
              */
             temporal_event_time?: string | null;
             /**
-             * Type
-             * @description What kind of memory: event, preference, fact, procedure, plan, ... (with subtype, decides the section).
-             * @default concept
+             * State Lifecycle
+             * @description ACTIVE, ARCHIVED, ...: ``filters.lifecycle`` selects by it.
              */
-            type: string;
+            state_lifecycle?: string | null;
+            /**
+             * Cluster Ids
+             * @description Clusters it belongs to: ``filters.cluster_ids`` selects by them.
+             * @default []
+             */
+            cluster_ids?: string[];
+            /** @description EPISODIC, SIGNALS, KNOWLEDGE or PROCEDURAL, when the memory names its own section (Nous does). */
+            memory_section?: components["schemas"]["Section"] | null;
+        } | {
+            content_title: unknown;
+        } | {
+            content_body: unknown;
+        } | {
+            content_summary: unknown;
         };
         /** PrefetchBody */
         PrefetchBody: {
-            /** Deadline Seconds */
-            deadline_seconds?: number | null;
-            /**
-             * History
-             * @default []
-             */
-            history: components["schemas"]["Turn"][];
             /**
              * Query
              * @description What the next turn will likely need.
              */
-            query: string;
-        };
-        /** QueryBody */
-        QueryBody: {
-            /** Deadline Seconds */
-            deadline_seconds?: number | null;
-            /** @default {} */
-            filters: components["schemas"]["Filters"];
+            query: string & unknown;
             /**
              * History
              * @default []
              */
-            history: components["schemas"]["Turn"][];
-            /**
-             * @default {
-             *       "agent": false,
-             *       "cache": true,
-             *       "format": "text",
-             *       "recall": "auto",
-             *       "rerank": false
-             *     }
-             */
-            options: components["schemas"]["RetrievalOptions"];
+            history?: components["schemas"]["Turn"][];
+            /** Deadline Seconds */
+            deadline_seconds?: number | null;
+        };
+        /** QueryBody */
+        QueryBody: {
             /** Query */
-            query: string;
+            query: string & unknown;
+            /** @default {} */
+            filters?: components["schemas"]["Filters"];
+            /** Request Id */
+            request_id?: string | null;
             /**
              * Queue
              * @default prefetch
              * @enum {string}
              */
-            queue: "prefetch" | "batch";
-            /** Request Id */
-            request_id?: string | null;
+            queue?: "prefetch" | "batch";
+            /** Deadline Seconds */
+            deadline_seconds?: number | null;
+            /**
+             * @default {
+             *       "rerank": false,
+             *       "format": "text",
+             *       "recall": "auto",
+             *       "cache": true,
+             *       "agent": false
+             *     }
+             */
+            options?: components["schemas"]["RetrievalOptions"];
+            /**
+             * History
+             * @default []
+             */
+            history?: components["schemas"]["Turn"][];
             /**
              * Wait Seconds
              * @description Seconds to wait for the result (default: the job's deadline and 5 s; at most http.max_wait_seconds).
@@ -544,132 +550,135 @@ export interface components {
         };
         /** ResultItem */
         ResultItem: {
-            /** Date */
-            date: string | null;
             /** Id */
             id: string;
-            /** Original Score */
-            original_score: number;
-            /** Preview */
-            preview: string;
-            /** Rerank Score */
-            rerank_score?: number | null;
             /** Score */
             score: number;
+            /** Original Score */
+            original_score: number;
             /** Section */
             section: string;
+            /** Subtype */
+            subtype: string | null;
             /** Sub Query */
             sub_query: number;
             /** Sub Query Text */
             sub_query_text: string | null;
-            /** Subtype */
-            subtype: string | null;
             /** Title */
             title: string;
+            /** Preview */
+            preview: string;
+            /** Date */
+            date: string | null;
+            /** Rerank Score */
+            rerank_score: number | null;
         };
         /** RetrievalOptions */
         RetrievalOptions: {
+            /** Max Results */
+            max_results?: number | null;
             /**
-             * Agent
+             * Rerank
              * @default false
              */
-            agent: boolean;
-            /**
-             * Cache
-             * @default true
-             */
-            cache: boolean;
-            /** Diversity */
-            diversity?: number | null;
+            rerank?: boolean;
             /**
              * Format
              * @default text
              * @enum {string}
              */
-            format: "text" | "none";
-            /** Max Results */
-            max_results?: number | null;
+            format?: "text" | "none";
             /**
              * Recall
              * @default auto
              * @enum {string}
              */
-            recall: "auto" | "explicit";
-            /** Recency Half Life Days */
-            recency_half_life_days?: number | null;
+            recall?: "auto" | "explicit";
             /**
-             * Rerank
+             * Cache
+             * @default true
+             */
+            cache?: boolean;
+            /**
+             * Agent
              * @default false
              */
-            rerank: boolean;
+            agent?: boolean;
+            /** Recency Half Life Days */
+            recency_half_life_days?: number | null;
+            /** Diversity */
+            diversity?: number | null;
         };
         /**
          * RetrievalResult
          * @description The final answer for one request, stored as JSON in Redis.
          */
         RetrievalResult: {
-            /**
-             * Context
-             * @default
-             */
-            context: string;
-            /** Error */
-            error?: string | null;
             /** Job Id */
             job_id: string;
+            /** Request Id */
+            request_id: string | null;
             /** Namespace */
             namespace: string;
             /** Queue */
             queue: string;
-            /** Request Id */
-            request_id?: string | null;
-            /**
-             * Results
-             * @default []
-             */
-            results: components["schemas"]["ResultItem"][];
-            stats?: {
-                [key: string]: unknown;
-            };
             /**
              * Status
              * @enum {string}
              */
             status: "ok" | "partial" | "expired" | "failed";
+            /** Error */
+            error: string | null;
+            /**
+             * Results
+             * @default []
+             */
+            results: components["schemas"]["ResultItem"][];
+            /**
+             * Context
+             * @default
+             */
+            context: string;
+            stats: {
+                [key: string]: unknown;
+            };
             timestamps: components["schemas"]["Timestamps"];
             /** Trace Id */
-            trace_id?: string | null;
+            trace_id: string | null;
             /** Worker */
-            worker?: string | null;
+            worker: string | null;
         };
         /**
          * Section
          * @enum {string}
          */
         Section: "EPISODIC" | "SIGNALS" | "KNOWLEDGE" | "PROCEDURAL";
-        /** TimeRange */
+        /**
+         * TimeRange
+         * @description A range of times, either end open; a start after the end is refused.
+         */
         TimeRange: {
-            /** End */
-            end?: string | null;
             /** Start */
             start?: string | null;
+            /** End */
+            end?: string | null;
             /**
              * Type
              * @default any
              * @enum {string}
              */
-            type: "event" | "ingestion" | "any";
+            type?: "event" | "ingestion" | "any";
         };
         /** Timestamps */
         Timestamps: {
-            /** Deadline At */
-            deadline_at: number;
             /** Enqueued At */
             enqueued_at: number;
-            /** Finished At */
-            finished_at?: number | null;
+            /** Deadline At */
+            deadline_at: number;
             /** Started At */
-            started_at?: number | null;
+            started_at: number | null;
+            /** Finished At */
+            finished_at: number | null;
         };
         /**
          * Turn
@@ -677,14 +686,14 @@ export interface components {
          *     is a user's message.
          */
         Turn: {
-            /** Content */
-            content: string;
             /**
              * Role
              * @default user
              * @enum {string}
              */
-            role: "user" | "assistant";
+            role?: "user" | "assistant";
+            /** Content */
+            content: string;
         };
     };
     responses: never;
@@ -695,67 +704,21 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    healthz_healthz_get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
-                };
-            };
-        };
-    };
-    readyz_readyz_get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
-                };
-            };
-            /** @description Redis does not answer. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    context_v1_namespaces__namespace__conversations__conversation__context_get: {
+    query_v1_namespaces__namespace__query_post: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description The namespace the key reaches. */
                 namespace: string;
-                conversation: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueryBody"];
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {
@@ -763,7 +726,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ContextView"];
+                    "application/json": components["schemas"]["RetrievalResult"];
                 };
             };
             /** @description A key in the URL. */
@@ -802,6 +765,291 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
+            /** @description The route takes another method. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body did not arrive in time. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request id was already used for a different request. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description A field is invalid: `field` names it. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key's rate is used up, or too many wrong keys: see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The server failed (its log says why). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Redis or the memory store does not answer: see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description No final result within the wait (the job may still finish). */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+        };
+    };
+    enqueue_v1_namespaces__namespace__jobs_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The namespace the key reaches. */
+                namespace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Enqueued"];
+                };
+            };
+            /** @description A key in the URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description No key, or not a valid or live key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key does not reach the namespace, or is read-only. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description No such job in the namespace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The route takes another method. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body did not arrive in time. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request id was already used for a different request. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description A field is invalid: `field` names it. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key's rate is used up, or too many wrong keys: see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The server failed (its log says why). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Redis or the memory store does not answer: see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+        };
+    };
+    job_v1_namespaces__namespace__jobs__job_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The namespace the key reaches. */
+                namespace: string;
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobView"];
+                };
+            };
+            /** @description A key in the URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description No key, or not a valid or live key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key does not reach the namespace, or is read-only. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description No such job in the namespace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The route takes another method. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
             /** @description The body did not arrive in time. */
             408: {
                 headers: {
@@ -829,7 +1077,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description The key's rate is used up: see Retry-After. */
+            /** @description The key's rate is used up, or too many wrong keys: see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -838,7 +1086,141 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description Redis or the memory store does not answer. */
+            /** @description The server failed (its log says why). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Redis or the memory store does not answer: see Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+        };
+    };
+    trace_v1_namespaces__namespace__jobs__job_id__trace_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The namespace the key reaches. */
+                namespace: string;
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A key in the URL. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description No key, or not a valid or live key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key does not reach the namespace, or is read-only. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description No such job in the namespace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The route takes another method. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body did not arrive in time. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description A field is invalid: `field` names it. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key's rate is used up, or too many wrong keys: see Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The server failed (its log says why). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Redis or the memory store does not answer: see Retry-After. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -911,107 +1293,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description The body did not arrive in time. */
-            408: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The body is too large. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description A field is invalid: `field` names it. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The key's rate is used up: see Retry-After. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description Redis or the memory store does not answer. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-        };
-    };
-    enqueue_v1_namespaces__namespace__jobs_post: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The namespace the key reaches. */
-                namespace: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["JobBody"];
-            };
-        };
-        responses: {
-            /** @description Successful Response */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Enqueued"];
-                };
-            };
-            /** @description A key in the URL. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description No key, or not a valid or live key. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The key does not reach the namespace, or is read-only. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description No such job in the namespace. */
-            404: {
+            /** @description The route takes another method. */
+            405: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1046,7 +1329,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description The key's rate is used up: see Retry-After. */
+            /** @description The key's rate is used up, or too many wrong keys: see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1055,7 +1338,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description Redis or the memory store does not answer. */
+            /** @description The server failed (its log says why). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Redis or the memory store does not answer: see Retry-After. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1066,14 +1358,14 @@ export interface operations {
             };
         };
     };
-    job_v1_namespaces__namespace__jobs__job_id__get: {
+    context_v1_namespaces__namespace__conversations__conversation__context_get: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description The namespace the key reaches. */
                 namespace: string;
-                job_id: string;
+                conversation: string;
             };
             cookie?: never;
         };
@@ -1085,7 +1377,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobView"];
+                    "application/json": components["schemas"]["ContextView"];
                 };
             };
             /** @description A key in the URL. */
@@ -1124,106 +1416,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description The body did not arrive in time. */
-            408: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The body is too large. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description A field is invalid: `field` names it. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The key's rate is used up: see Retry-After. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description Redis or the memory store does not answer. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-        };
-    };
-    trace_v1_namespaces__namespace__jobs__job_id__trace_get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The namespace the key reaches. */
-                namespace: string;
-                job_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description A key in the URL. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description No key, or not a valid or live key. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The key does not reach the namespace, or is read-only. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description No such job in the namespace. */
-            404: {
+            /** @description The route takes another method. */
+            405: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1258,7 +1452,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description The key's rate is used up: see Retry-After. */
+            /** @description The key's rate is used up, or too many wrong keys: see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1267,7 +1461,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description Redis or the memory store does not answer. */
+            /** @description The server failed (its log says why). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Redis or the memory store does not answer: see Retry-After. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1346,6 +1549,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
+            /** @description The route takes another method. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
             /** @description The body did not arrive in time. */
             408: {
                 headers: {
@@ -1373,7 +1585,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description The key's rate is used up: see Retry-After. */
+            /** @description The key's rate is used up, or too many wrong keys: see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1382,7 +1594,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description Redis or the memory store does not answer. */
+            /** @description The server failed (its log says why). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Redis or the memory store does not answer: see Retry-After. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1456,6 +1677,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
+            /** @description The route takes another method. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
             /** @description The body did not arrive in time. */
             408: {
                 headers: {
@@ -1483,7 +1713,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description The key's rate is used up: see Retry-After. */
+            /** @description The key's rate is used up, or too many wrong keys: see Retry-After. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1492,7 +1722,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
-            /** @description Redis or the memory store does not answer. */
+            /** @description The server failed (its log says why). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Redis or the memory store does not answer: see Retry-After. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1503,21 +1742,14 @@ export interface operations {
             };
         };
     };
-    query_v1_namespaces__namespace__query_post: {
+    healthz_healthz_get: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                /** @description The namespace the key reaches. */
-                namespace: string;
-            };
+            path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["QueryBody"];
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Successful Response */
             200: {
@@ -1525,98 +1757,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RetrievalResult"];
+                    "application/json": {
+                        [key: string]: string;
+                    };
                 };
             };
-            /** @description A key in the URL. */
-            400: {
+        };
+    };
+    readyz_readyz_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
+                    "application/json": unknown;
                 };
             };
-            /** @description No key, or not a valid or live key. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The key does not reach the namespace, or is read-only. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description No such job in the namespace. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The body did not arrive in time. */
-            408: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The body is too large. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description A field is invalid: `field` names it. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description The key's rate is used up: see Retry-After. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description Redis or the memory store does not answer. */
+            /** @description Redis does not answer. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
-            };
-            /** @description No final result within the wait (the job may still finish). */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorAnswer"];
-                };
+                content?: never;
             };
         };
     };
