@@ -27,7 +27,7 @@ COPY requirements.lock ./
 RUN pip install --no-cache-dir -r requirements.lock
 
 COPY --from=build /dist/ /dist/
-RUN pip install --no-cache-dir --no-deps /dist/ferret-*.whl \
+RUN pip install --no-cache-dir --no-deps /dist/ferret_memory-*.whl \
     && rm -rf /dist \
     && useradd --create-home --uid 10001 --shell /usr/sbin/nologin ferret
 

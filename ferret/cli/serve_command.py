@@ -25,7 +25,7 @@ def serve(ctx: click.Context, host: str, port: int, tls_cert: str | None, tls_ke
     """Serve the HTTP API (and the MCP tools at /mcp) behind per-namespace keys (ferret keys create).
 
     Searches go through the queue: run workers (ferret worker) as for any producer.
-    Needs the serve extra: pip install 'ferret[serve]'."""
+    Needs the serve extra: pip install 'ferret-memory[serve]'."""
     settings = settings_of(ctx)
     try:
         from ferret.serve.exposure import check_exposure
@@ -35,7 +35,7 @@ def serve(ctx: click.Context, host: str, port: int, tls_cert: str | None, tls_ke
             from ferret.producer.http_guard import serve as run
             from ferret.serve.app import build_app
         except ImportError as exc:
-            raise ConfigError(f"ferret serve needs the serve extra (pip install 'ferret[serve]'): {exc}") from None
+            raise ConfigError(f"ferret serve needs the serve extra (pip install 'ferret-memory[serve]'): {exc}") from None
         from ferret.producer.api import connect_async
 
         app = build_app(settings, connect_async(settings), mcp=not no_mcp, host=host)

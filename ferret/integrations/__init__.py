@@ -1,6 +1,6 @@
 """Ferret as the retriever of agent frameworks, each behind its own extra:
-``ferret.integrations.langchain`` (``pip install 'ferret[langchain]'``) and
-``ferret.integrations.llama_index`` (``pip install 'ferret[llama-index]'``).
+``ferret.integrations.langchain`` (``pip install 'ferret-memory[langchain]'``) and
+``ferret.integrations.llama_index`` (``pip install 'ferret-memory[llama-index]'``).
 Both ask through ``ferret.connect()`` (the queue: the workers do the work),
 their async calls through ``ferret.connect_async()`` (one client per event
 loop: redis.asyncio connections belong to the loop that opened them), and

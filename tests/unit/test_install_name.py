@@ -1,0 +1,45 @@
+"""The distribution's name is ours: ``ferret-memory`` (PyPI's ``ferret`` is another project), and every install
+line of the README, the docs, the help texts and the error messages names it; the import root stays ``ferret``."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+from tests.conftest import ROOT
+
+DISTRIBUTION = "ferret-memory"
+PIP_INSTALL = re.compile(r"pip install ([^\n`&|;)]*)")
+
+
+def _installed_names(text: str) -> list[str]:
+    """The names a ``pip install`` installs from a registry (its arguments that are not options, paths, wheel
+    files or the checkout's '.'), of every such command in ``text``."""
+    names = []
+    for arguments in PIP_INSTALL.findall(text):
+        for token in arguments.split():
+            name = re.split(r"[\[<>=!~]", token.strip("'\""), maxsplit=1)[0]
+            if name.startswith("ferret") and "/" not in name and not name.endswith((".whl", ".tar.gz")):
+                names.append(name)
+    return names
+
+
+def _texts() -> list[tuple[str, str]]:
+    found = [("README.md", (ROOT / "README.md").read_text())]
+    for folder, pattern in (("docs", "*.md"), ("ferret", "*.py"), ("worker", "*.py"), ("producer", "*.py"),
+                            ("ops", "*")):
+        for path in (ROOT / folder).rglob(pattern):
+            if path.is_file() and path.suffix in (".md", ".py", ".service", ".yml", ".yaml", ".conf", ".sh", ""):
+                found.append((str(path.relative_to(ROOT)), path.read_text(errors="replace")))
+    return found
+
+
+def test_the_distribution_is_named_ferret_memory():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION
+
+
+def test_every_install_line_names_the_distribution():
+    named = [(where, name) for where, text in _texts() for name in _installed_names(text)]
+    assert named, "the docs have install lines"
+    assert {name for _, name in named} == {DISTRIBUTION}, [(w, n) for w, n in named if n != DISTRIBUTION]
