@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-REFUSAL_REASONS = ("no_key", "bad_key", "revoked_key", "other_namespace", "read_only", "rate_limited",
-                   "too_large", "body_too_slow", "head_too_slow", "key_in_url", "mcp_needs_one_namespace")
+REFUSAL_REASONS = ("no_key", "bad_key", "revoked_key", "too_many_failures", "other_namespace", "read_only",
+                   "rate_limited", "too_large", "body_too_slow", "head_too_slow", "key_in_url",
+                   "mcp_needs_one_namespace", "unavailable")
 
 
 class HttpMetrics:
@@ -21,10 +22,11 @@ class HttpMetrics:
                                  buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
                                           30, 60, 300))
         self.refusals = Counter("ferret_http_refusals_total", "HTTP requests refused before they reached Ferret, "
-                                "by reason (no_key, bad_key, revoked_key, other_namespace, read_only, rate_limited, "
+                                "by reason (no_key, bad_key, revoked_key, too_many_failures: wrong keys past their "
+                                "rate, other_namespace, read_only: at a route or an MCP tool, rate_limited, "
                                 "too_large, body_too_slow, head_too_slow: a connection closed for sending no request "
-                                "head in time, "
-                                "key_in_url, mcp_needs_one_namespace)", ["reason"],
+                                "head in time, key_in_url, mcp_needs_one_namespace, unavailable: Redis did not "
+                                "answer the key or rate check)", ["reason"],
                                 registry=self.registry)
         self.waiting = Gauge("ferret_http_waits_in_flight", "HTTP requests waiting for a job's result now",
                              registry=self.registry)
