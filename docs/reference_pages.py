@@ -17,6 +17,14 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _code_cell(text: object) -> str:
+    """Text for a code span in a table cell: Python-Markdown shows a ``\\|`` there as it is, so a pipe is the
+    HTML entity inside ``<code>``."""
+    import html
+
+    return "<code>" + html.escape(str(text).replace("\n", " "), quote=False).replace("|", "&#124;") + "</code>"
+
+
 def _default(value: Any) -> str:
     from ferret.settings.walk import REQUIRED
 
@@ -41,7 +49,7 @@ def settings_page() -> str:
             section = top
             rows += ["", f"## {top}", "", "| setting | type | default | bounds | environment | meaning |",
                      "|---|---|---|---|---|---|"]
-        rows.append(f"| `{leaf.path}` | `{_cell(leaf.type)}` | {_cell(_default(leaf.default))} | "
+        rows.append(f"| `{leaf.path}` | {_code_cell(leaf.type)} | {_cell(_default(leaf.default))} | "
                     f"{_cell(leaf.bounds) or ''} | `{leaf.env}` | {_cell(leaf.meaning)} |")
     return "\n".join(rows) + "\n"
 
@@ -144,7 +152,7 @@ def keys_page() -> str:
             example = function(**arguments)
         except Exception:  # a key function that computes from its argument (a hash): shown by its signature
             example = f"{name}({', '.join(arguments)})"
-        rows.append(f"| `{name}` | `{_cell(example)}` | {_cell(inspect.cleandoc(function.__doc__ or ''))} |")
+        rows.append(f"| `{name}` | {_code_cell(example)} | {_cell(inspect.cleandoc(function.__doc__ or ''))} |")
     return "\n".join([*rows, "", *_rq_keys()]) + "\n"
 
 
@@ -201,7 +209,7 @@ def memories_page() -> str:
             "a field given as `null` is as if absent. `ferret/data/everyday_memories.jsonl` is a 30-line example.",
             "", "| field | type | default | limits | meaning |", "|---|---|---|---|---|"]
     for leaf in leaves(Memory):
-        rows.append(f"| `{leaf.path}` | `{_cell(leaf.type)}` | {_cell(_default(leaf.default))} | "
+        rows.append(f"| `{leaf.path}` | {_code_cell(leaf.type)} | {_cell(_default(leaf.default))} | "
                     f"{_cell(leaf.bounds)} | {_cell(leaf.meaning)} |")
     rows += ["", "Sections (`EPISODIC`, `SIGNALS`, `KNOWLEDGE`, `PROCEDURAL`) decide the boost a question about "
              "that kind of memory gives: see [Sections](../concepts/sections.md)."]
@@ -214,6 +222,13 @@ PAGES["get-started/memories.md"] = memories_page
 # When each Grafana panel stays flat, by its title (a panel added to the dashboard needs its line here:
 # tests/unit/test_docs_reference.py checks it).
 FLAT_WHEN = {
+    "HTTP API: requests per second by route and status": "no `ferret serve` runs or no client calls it",
+    "HTTP API: latency percentiles by route": "no HTTP requests are answered",
+    "HTTP API: refusals per second by reason": "every request has a live key that may do what it asks, within its rate",
+    "HTTP API: waits in flight (queries holding a connection for their result)":
+        "no query is waiting for its result (zero between requests)",
+    "Store mismatches: workers refused for serving another memory store":
+        "every worker of a queue is configured with the same memory store (the normal case)",
     "Throughput by status (jobs/s)": "no jobs arrive; only `ok` when nothing fails",
     "Job latency percentiles": "no jobs finish",
     "Queue wait p95 by queue": "workers keep up (near zero) or no jobs arrive",
@@ -257,7 +272,7 @@ def dashboard_page() -> str:
             "The alerts are in `ops/prometheus/ferret-alerts.yml`: [Operating](../guides/operating.md).", "",
             "| panel | query | stays flat when |", "|---|---|---|"]
     for panel in dashboard["panels"]:
-        queries = "<br>".join(f"`{_cell(t.get('expr', ''))}`" for t in panel.get("targets", []))
+        queries = "<br>".join(_code_cell(t.get("expr", "")) for t in panel.get("targets", []))
         rows.append(f"| {_cell(panel['title'])} | {queries} | {_cell(FLAT_WHEN.get(panel['title'], ''))} |")
     return "\n".join(rows) + "\n"
 
@@ -279,7 +294,7 @@ def alerts_page() -> str:
         for rule in group["rules"]:
             expression = " ".join(rule["expr"].split())
             rows.append(f"| `{rule['alert']}` | {rule.get('labels', {}).get('severity', '')} | "
-                        f"{rule.get('for', '')} | `{_cell(expression)}` | {_cell(rule['annotations']['summary'])} |")
+                        f"{rule.get('for', '')} | {_code_cell(expression)} | {_cell(rule['annotations']['summary'])} |")
     return "\n".join(rows) + "\n"
 
 

@@ -215,11 +215,11 @@ class FerretMetrics:
             "ferret_replacements_successful_total", "Weak results replaced by a better one.", registry=r)
         self.decompositions = Counter("ferret_decompositions_total", "Jobs whose query was split.", registry=r)
         self.sub_queries = Counter("ferret_sub_queries_total", "Sub-queries searched.", registry=r)
-        self.fallbacks = Counter("ferret_fallbacks_total", "Seed 000's plain-search fallback after the orchestration "
+        self.fallbacks = Counter("ferret_fallbacks_total", "The plain-search fallback after the orchestration "
                                  "failed, by outcome (ok: answered partial; failed/timeout: the job failed).",
                                  ["outcome"], registry=r)
         self.retriever_results = Counter("ferret_retriever_results_total",
-                                         "Results each retriever contributed to the fused lists (seed 002 fusion).",
+                                         "Results each retriever contributed to the fused lists.",
                                          ["retriever"], registry=r)
         self.fusion_shifts = Counter("ferret_fusion_shifts_total", "Searches where a retriever's results were weak "
                                      "and it gave weight to the others.", ["retriever"], registry=r)

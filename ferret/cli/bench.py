@@ -338,7 +338,7 @@ def footprint(jobs: int) -> None:
 
 @bench.command()
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="LoCoMo JSON (e.g. ../shared/data/locomo/locomo-dev.json).")
+              help="LoCoMo JSON (the LoCoMo data set's own file, e.g. locomo10.json).")
 @click.option("--agents", default=100, show_default=True, type=click.IntRange(1, 10_000), help="Simulated agents.")
 @click.option("--turns", default=10, show_default=True, type=click.IntRange(1, 1_000), help="Turns each agent plays.")
 @click.option("--periods", default="2", show_default=True,

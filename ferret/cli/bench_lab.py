@@ -18,7 +18,7 @@ from ferret.cli.options import settings_of
 
 @click.command()
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A LoCoMo-format JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")
+              help="A LoCoMo-format JSON file (the LoCoMo data set's own file, e.g. locomo10.json).")
 @click.option("--compound-per-conversation", default=40, show_default=True,
               help="Compound queries built from question pairs of each conversation.")
 @click.option("--compound-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -117,7 +117,7 @@ def _retrieval_folds(dataset: Any, compounds: list[Any], k: int, pipeline: Any, 
 
 @click.command("peers")
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A LoCoMo-format JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")
+              help="A LoCoMo-format JSON file (the LoCoMo data set's own file, e.g. locomo10.json).")
 @click.option("--out", "out_dir", default=DEFAULT_OUT, show_default=True, type=click.Path(path_type=Path),
               help="Directory the report (peers.json and peers.md) is written to.")
 @click.pass_context
@@ -149,7 +149,7 @@ def peers(ctx: click.Context, data_path: Path, out_dir: Path) -> None:
 
 @click.command("llm")
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A LoCoMo-format JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")
+              help="A LoCoMo-format JSON file (the LoCoMo data set's own file, e.g. locomo10.json).")
 @click.option("--base-url", default=None,
               help="The OpenAI-compatible endpoint of both stages (default: agent.base_url and rerank.base_url), "
                    "e.g. http://127.0.0.1:8088/v1 from ferret llm serve.")

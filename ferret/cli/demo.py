@@ -105,7 +105,7 @@ def _stop(workers: list[subprocess.Popen[bytes]]) -> None:
 @click.command()
 @click.option("--workers", default=2, show_default=True, help="Worker processes to start.")
 @click.option("--sample", type=click.Choice(sorted(SAMPLES)), default="trading", show_default=True,
-              help="The corpus: a trading agent's memories (seed 003's example), or 30 cooking and travel notes "
+              help="The corpus: a trading agent's memories, or 30 cooking and travel notes "
                    "(events, recipes, preferences, facts, reminders, procedures).")
 @click.pass_context
 def demo(ctx: click.Context, workers: int, sample: str) -> None:

@@ -14,7 +14,7 @@ class AgentSettings(Strict):
     and so does any request with ``options.agent``."""
 
     enabled: bool = False
-    """The ReAct agent loop (seed 002), for complex questions."""
+    """The ReAct agent loop, for complex questions."""
     on_complex_route: bool = True
     """Run the agent for queries routed COMPLEX or AMBIGUOUS without being asked (when enabled)."""
     base_url: str = "http://127.0.0.1:11434/v1"
@@ -37,7 +37,7 @@ class AgentSettings(Strict):
 
 
 class RerankSettings(Strict):
-    """Opt-in LLM re-ranking of the top candidates (seed 004) over an
+    """Opt-in LLM re-ranking of the top candidates over an
     OpenAI-compatible chat completions endpoint (Ollama, vLLM, llama.cpp, ...).
 
     Off by default. When on, COMPLEX routes are re-ranked unasked (if

@@ -1,5 +1,4 @@
-"""The pipeline's settings: its stages, the fusion of retrievers (seed 002) and the memory sections
-(seed 003)."""
+"""The pipeline's settings: its stages, the fusion of retrievers and the memory sections."""
 
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ DEFAULT_FUSION_WEIGHTS: dict[str, tuple[float, float]] = {name: (1.0, 0.0) for n
 
 
 class FusionSettings(Strict):
-    """Weighted fusion of retrievers (seed 002, section 3): lexical, graph (memories linked to the
+    """Weighted fusion of retrievers : lexical, graph (memories linked to the
     lexical hits) and, when embeddings are on, semantic."""
 
     # Query type -> (text, graph) weights; a type left out keeps its shipped weights.
@@ -44,7 +43,7 @@ class FusionSettings(Strict):
     max_shift: float = Field(0.3, ge=0, le=1)  # shift = max_shift x (1 - confidence / threshold)
     graph_seeds: int = Field(5, ge=1, le=50)  # the lexical hits whose links the graph retriever follows
     method: Literal["weighted", "rrf"] = "weighted"
-    """How the retrievers' lists become one: weighted (seed 002: weight x score, capped per retriever) or rrf
+    """How the retrievers' lists become one: weighted (weight x score, capped per retriever) or rrf
     (reciprocal-rank fusion, weight / (rrf_k + rank), rescaled to the best top score; docs/concepts/fusion.md)."""
     rrf_k: int = Field(60, ge=1, le=1000)
     """Reciprocal-rank fusion's constant: larger flattens the difference between ranks."""
@@ -67,7 +66,7 @@ def _section_name(value: object) -> object:
 
 
 class SectionSettings(Strict):
-    """Memory sections (seed 003) for any domain (ferret/section_words.py has the shipped tables).
+    """Memory sections for any domain (ferret/section_words.py has the shipped tables).
 
     A memory's section: its kind's in ``kinds`` (its subtype without ``custom:``, else its type); for a
     kind not named there, the one its backend gave (Nous's ``memory_section``), else ``default``. A query's
@@ -120,7 +119,7 @@ class SectionSettings(Strict):
 
 
 class PipelineSettings(Strict):
-    """Retrieval pipeline knobs (seed 000, deployed values)."""
+    """Retrieval pipeline knobs (the deployed values)."""
 
     enabled: bool = True
     """The whole multi-pass pipeline; false: one plain search, formatted (the off switch)."""
@@ -138,7 +137,7 @@ class PipelineSettings(Strict):
     max_sub_queries: int = Field(4, ge=1, le=10)
     """At most this many parts when a compound question is split."""
     max_retries: int = Field(1, ge=0, le=3)
-    """Quality-gate retries per sub-query (seed 000: one smart retry)."""
+    """Quality-gate retries per sub-query (one smart retry, with a reformulated query)."""
     # A sub-query whose search and retry found nothing gets one more try: the semantic retriever when it is
     # on, else the words that begin with its words ("fly" -> "flights").
     widen_empty_parts: bool = True
@@ -152,7 +151,7 @@ class PipelineSettings(Strict):
     # left-out folds (docs/evidence/retrieval.md).
     max_replacements: int = Field(0, ge=0, le=20)
     intent_boost: float = Field(1.3, ge=1.0, le=5.0)
-    """Score multiplier for hits in a section the query is about (seed 003); original_score is kept."""
+    """Score multiplier for hits in a section the query is about; original_score is kept."""
     # A hit by or about a name the question names (a transcript line's speaker, its title's names):
     # score x subject_boost (worker/pipeline/subjects.py; 1.0 switches it off).
     subject_boost: float = Field(2.0, ge=1.0, le=5.0)
@@ -168,7 +167,7 @@ class PipelineSettings(Strict):
     """The formatted context's size cap, in estimated tokens."""
     moderate_depth_factor: float = Field(1.5, ge=1.0, le=4.0)
     """Search depth multiplier for queries routed MODERATE."""
-    # Seed 000: messages with nothing to search get an ``ok`` result without a search (case and punctuation
+    # Messages with nothing to search get an ``ok`` result without a search (case and punctuation
     # aside), and a leading timestamp is stripped before retrieval.
     trivial_messages: tuple[str, ...] = (
         "ok", "okay", "k", "kk", "thanks", "thank you", "thx", "ty", "cool", "nice", "great", "got it", "sure",
@@ -177,6 +176,6 @@ class PipelineSettings(Strict):
         "danke", "ja", "nein", "gut", "alles klar",
     )
     strip_timestamps: bool = True
-    """Take a leading timestamp off a message before retrieval (seed 000)."""
+    """Take a leading timestamp off a message before retrieval."""
     fusion: FusionSettings = FusionSettings()
     sections: SectionSettings = SectionSettings()

@@ -102,14 +102,14 @@ class SemanticSettings(Strict):
 
 
 class CoRetrievalSettings(Strict):
-    """Co-retrieval strengthening (seed 000), opt-in: after a job, links between
+    """Co-retrieval strengthening, opt-in: after a job, links between
     memories retrieved together in the same sub-query group get stronger, in the
     worker's main process, off the job's critical path. ``nous``: its edges are
     strengthened; ``local``: co-retrieval weights kept in Redis feed the score.
     """
 
     enabled: bool = False
-    """Strengthen links between memories retrieved together (seed 000), after each job."""
+    """Strengthen links between memories retrieved together, after each job."""
     amount: float = Field(0.03, gt=0, le=1)  # automatic retrieval
     explicit_amount: float = Field(0.05, gt=0, le=1)  # requests with options.recall = "explicit"
     on_batch: bool = False  # batch re-runs do not strengthen: re-running thousands would inflate links
