@@ -72,12 +72,14 @@ class SpanExport:
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ImportError as exc:  # pragma: no cover - the SDK is a dependency; the exporter an extra
-            raise ConfigError("tracing.otlp_endpoint needs the OpenTelemetry SDK: pip install 'ferret-memory[otlp]'") from exc
+            raise ConfigError("tracing.otlp_endpoint needs the OpenTelemetry SDK: "
+                              "pip install 'ferret-memory[otlp]'") from exc
         if exporter is None:
             try:
                 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             except ImportError as exc:
-                raise ConfigError("tracing.otlp_endpoint needs the OTLP exporter: pip install 'ferret-memory[otlp]'") from exc
+                raise ConfigError("tracing.otlp_endpoint needs the OTLP exporter: "
+                                  "pip install 'ferret-memory[otlp]'") from exc
             exporter = OTLPSpanExporter(endpoint=settings.otlp_endpoint, timeout=int(settings.otlp_timeout_seconds))
         resource_attributes = {"service.name": settings.service_name}
         if worker_name:

@@ -35,7 +35,8 @@ def serve(ctx: click.Context, host: str, port: int, tls_cert: str | None, tls_ke
             from ferret.producer.http_guard import serve as run
             from ferret.serve.app import build_app
         except ImportError as exc:
-            raise ConfigError(f"ferret serve needs the serve extra (pip install 'ferret-memory[serve]'): {exc}") from None
+            raise ConfigError(f"ferret serve needs the serve extra (pip install 'ferret-memory[serve]'): "
+                              f"{exc}") from None
         from ferret.producer.api import connect_async
 
         app = build_app(settings, connect_async(settings), mcp=not no_mcp, host=host)

@@ -120,7 +120,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/v1/namespaces/{namespace}", responses=_ERRORS)
 
 
-_TAKEN = {409: {"model": ErrorAnswer, "description": "The request id was already used for a different request."}}
+_TAKEN: dict[int | str, dict[str, Any]] = {
+    409: {"model": ErrorAnswer, "description": "The request id was already used for a different request."}}
 
 
 @router.post("/query", response_model=RetrievalResult, summary="Search and wait for the final result",

@@ -49,7 +49,8 @@ def test_schemathesis_finds_the_server_as_strict_as_its_document(env, start_work
     ran = subprocess.run([st, "--config-file", str(config), "run", f"{served.url}/openapi.json",
                           "-H", f"Authorization: Bearer {key}", "--max-examples", "25", "--workers", "2",
                           "--request-timeout", "30", "--phases", "examples,fuzzing,stateful", "--seed", "1"],
-                         env={**env, "PYTHONPATH": str(ROOT), "SCHEMATHESIS_HOOKS": "tests.integration.schemathesis_hooks"},
+                         env={**env, "PYTHONPATH": str(ROOT),
+                              "SCHEMATHESIS_HOOKS": "tests.integration.schemathesis_hooks"},
                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert ran.returncode == 0, ran.stdout[-6000:] + ran.stderr[-2000:]
     assert " passed" in ran.stdout and "failed" not in ran.stdout.split("SUMMARY")[-1], ran.stdout[-3000:]

@@ -49,7 +49,7 @@ def test_every_js_and_python_block_of_the_http_guides_is_a_marked_example():
     assert {e.page for e in examples()} >= {"curl.md", "javascript.md", "python.md", "mcp-remote.md"}
 
 
-def _command(example: Example, directory: Path, js_project: Path) -> list[str]:
+def _command(example: Example, directory: Path, js_project: Path) -> list[str]:  # noqa: F811
     if example.language == "bash":
         return ["bash", "-euo", "pipefail", "-c", example.code]
     if example.language == "python":
@@ -60,7 +60,7 @@ def _command(example: Example, directory: Path, js_project: Path) -> list[str]:
     return [node, str(script)]
 
 
-def test_the_javascript_examples_compile_under_strict_typescript(js_project):
+def test_the_javascript_examples_compile_under_strict_typescript(js_project):  # noqa: F811
     """The guides' JavaScript, compiled by ``tsc --strict`` against the packed client's types."""
     sources = []
     for number, example in enumerate(e for e in examples() if e.language == "js"):
@@ -79,13 +79,14 @@ def test_the_javascript_examples_compile_under_strict_typescript(js_project):
 
 @pytest.mark.parametrize("example", examples(), ids=lambda e: f"{e.page}:{e.language}:{e.code.splitlines()[0][:24]}")
 def test_an_http_example_runs_and_prints_what_its_page_says(example, env, start_workers, serve,  # noqa: F811
-                                                           redis_client, tmp_path, js_project):
+                                                           redis_client, tmp_path, js_project):  # noqa: F811
     start_workers(1)
     served = serve()
     key = make_key(env, "-n", "kitchen")
     # The pages' variables beside Ferret's own settings, as in a user's shell: Ferret runs there too.
     shell = {**env, "FERRET_URL": served.url, "FERRET_KEY": key}
-    ran = subprocess.run(_command(example, tmp_path, js_project), env=shell, cwd=tmp_path, capture_output=True, text=True,
+    ran = subprocess.run(_command(example, tmp_path, js_project), env=shell, cwd=tmp_path, capture_output=True,
+                         text=True,
                          timeout=120)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     for wanted in example.prints:
