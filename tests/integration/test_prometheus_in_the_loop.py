@@ -14,6 +14,7 @@ import yaml
 
 from ferret.worker.fakes.chat_server import FakeChat
 from tests.conftest import free_port
+from tests.integration.http_support import bearer, make_key, serve  # noqa: F401  (fixture)
 from tests.ops.conftest import OPS, tool
 
 QUERIES = [
@@ -47,12 +48,14 @@ def alert_expressions() -> list[str]:
 def prometheus(tmp_path):
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(targets: list[str]) -> str:
+    def start(targets: list[str], http_targets: tuple[str, ...] = ()) -> str:
         port = free_port()
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(OPS / "prometheus" / "ferret-alerts.yml")],
-            "scrape_configs": [{"job_name": "ferret-workers", "static_configs": [{"targets": targets}]}],
+            "scrape_configs": [{"job_name": "ferret-workers", "static_configs": [{"targets": targets}]},
+                               *([{"job_name": "ferret-http", "metrics_path": "/metrics",
+                                   "static_configs": [{"targets": list(http_targets)}]}] if http_targets else [])],
         }
         path = tmp_path / "prometheus.yml"
         path.write_text(yaml.safe_dump(config))
@@ -84,14 +87,21 @@ def _query(url: str, expr: str) -> dict:
 
 
 def test_every_dashboard_and_alert_expression_returns_series(
-        prometheus, producer, sample_namespace, start_workers, request):
+        prometheus, producer, sample_namespace, start_workers, request, env, serve):  # noqa: F811
     ports = [free_port(), free_port()]
     chat = FakeChat(favourite={"btc"})  # an outside endpoint: its circuit's series
     request.addfinalizer(chat.close)
     for port in ports:
         start_workers(1, "--metrics-port", str(port),
                       extra_env={"FERRET_RERANK__ENABLED": "true", "FERRET_RERANK__BASE_URL": chat.base_url})
-    url = prometheus([f"127.0.0.1:{port}" for port in ports])
+    served = serve()  # the HTTP API too: a success, a refusal and a wait that ran out (504)
+    key = make_key(env, "-n", sample_namespace)
+    url = prometheus([f"127.0.0.1:{port}" for port in ports], (served.url.removeprefix("http://"),))
+    api = f"{served.url}/v1/namespaces/{sample_namespace}"
+    assert httpx.get(f"{api}/conversations/c/context", headers=bearer(key), timeout=30).status_code == 200
+    assert httpx.get(f"{api}/conversations/c/context", timeout=30).status_code == 401
+    assert httpx.post(f"{api}/query", json={"query": "BTC thesis", "wait_seconds": 0.001}, headers=bearer(key),
+                      timeout=30).status_code == 504
     handles = [producer.enqueue({"query": QUERIES[i % len(QUERIES)], "namespace": sample_namespace,
                                  "queue": "batch" if i % 3 else "prefetch"}) for i in range(40)]
     handles.append(producer.enqueue({"query": "BTC", "namespace": sample_namespace, "deadline_seconds": 0.001}))
@@ -101,7 +111,8 @@ def test_every_dashboard_and_alert_expression_returns_series(
     deadline = time.monotonic() + 40
     while True:  # until scrapes have seen the whole batch
         jobs = _query(url, "sum(ferret_jobs_total)")["data"]["result"]
-        if jobs and float(jobs[0]["value"][1]) >= jobs_run:
+        answers = _query(url, "sum(ferret_http_requests_total)")["data"]["result"]
+        if jobs and float(jobs[0]["value"][1]) >= jobs_run and answers and float(answers[0]["value"][1]) >= 3:
             break
         assert time.monotonic() < deadline, "prometheus never saw all the jobs"
         time.sleep(0.5)

