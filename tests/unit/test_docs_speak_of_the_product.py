@@ -8,8 +8,10 @@ import re
 
 from ferret.settings import Settings
 from ferret.settings.walk import leaves
+from tests.conftest import ROOT
 
-LAB_WORDS = re.compile(r"\bseed \d{3}\b|\bseeds?'? \d|\.\./shared|\bstop \d+\b|\bissue #?\d+\b", re.IGNORECASE)
+LAB_WORDS = re.compile(r"\bseed \d{3}\b|\bseeds?'? \d|\.\./shared|\bstop \d+\b|\bissue #?\d+\b|\bthe issue\b|"
+                       r"\bissue's\b", re.IGNORECASE)
 
 
 def test_no_setting_speaks_of_the_work_behind_it():
@@ -27,3 +29,10 @@ def test_the_reference_pages_speak_of_the_product():
         assert not LAB_WORDS.search(text), (name, LAB_WORDS.search(text))
     settings = pages["settings_page"]
     assert "<code>str &#124; None</code>" in settings and "`str \\| None`" not in settings
+
+
+def test_no_page_of_the_manual_speaks_of_the_work_behind_it():
+    said = [(str(page.relative_to(ROOT)), found.group()) for page in sorted((ROOT / "docs").rglob("*.md"))
+            for found in LAB_WORDS.finditer(page.read_text())]
+    readme = [("README.md", found.group()) for found in LAB_WORDS.finditer((ROOT / "README.md").read_text())]
+    assert said + readme == []
