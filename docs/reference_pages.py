@@ -5,6 +5,7 @@ the Redis keys. ``tests/unit/test_docs_reference.py`` checks each page names eve
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Iterator
@@ -324,3 +325,77 @@ def http_api_page() -> str:
 
 HTTP_DOCUMENT: dict[str, str] = {}
 PAGES["reference/http-api.md"] = http_api_page
+
+
+def _signature(function: Any) -> str:
+    try:
+        return str(inspect.signature(function)).replace("'", "")
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _doc(thing: Any) -> str:
+    return inspect.cleandoc(inspect.getdoc(thing) or "")
+
+
+def _public_methods(cls: type, names: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """``names`` of the class (defined on it or a base), in that order."""
+    found = []
+    for name in names:
+        member = next((vars(base)[name] for base in cls.__mro__ if name in vars(base)), None)
+        if member is not None:
+            found.append((name, member))
+    return found
+
+
+def _model_fields(cls: Any) -> list[str]:
+    rows = ["| field | type | default | meaning |", "|---|---|---|---|"]
+    for name, field in cls.model_fields.items():
+        shown = "required" if field.is_required() else _default(field.get_default(call_default_factory=True))
+        kind = getattr(field.annotation, "__name__", None) or str(field.annotation).replace("typing.", "")
+        rows.append(f"| `{name}` | {_code_cell(kind)} | {_cell(shown)} | {_cell(field.description or '')} |")
+    return rows
+
+
+def python_api_page() -> str:
+    """The Python client's public surface (``ferret.__all__``), from the code's signatures and docstrings."""
+    import ferret
+
+    rows = ["# The Python API", "",
+            "What `import ferret` offers (`ferret.__all__`): the two ways in, the clients, what they take and give "
+            "back, and the errors to catch. Generated from the code's signatures and docstrings at every build; "
+            "any other module of the package is internal and may change.", ""]
+    for name in ferret.__all__:
+        if name.startswith("__"):
+            continue
+        found = getattr(ferret, name)
+        where = getattr(found, "__module__", "ferret")
+        rows += [f"## `ferret.{name}`", ""]
+        if inspect.isfunction(found):
+            from ferret.producer import api
+
+            real = getattr(api, name)  # ferret.connect hands its arguments to the client's own connect
+            rows += [f"```python\nferret.{name}{_signature(real)}\n```", "", _doc(real), ""]
+            continue
+        bases = ", ".join(b.__name__ for b in found.__bases__ if b is not object)
+        rows += [f"*class, defined in `{where}`{f'; a kind of {bases}' if bases else ''}*", "", _doc(found), ""]
+        if hasattr(found, "model_fields"):
+            rows += [*_model_fields(found), ""]
+        elif dataclasses.is_dataclass(found):
+            rows += ["| field | type | default |", "|---|---|---|"]
+            for field in dataclasses.fields(found):
+                shown = "required" if field.default is dataclasses.MISSING else _default(field.default)
+                rows.append(f"| `{field.name}` | {_code_cell(field.type)} | {_cell(shown)} |")
+            rows.append("")
+        elif not issubclass(found, BaseException):
+            for method, member in _public_methods(found, ferret.CLIENT_METHODS):
+                if isinstance(member, property):
+                    rows += [f"### `{method}` (property)", "", _doc(member), ""]
+                else:
+                    prefix = "async " if inspect.iscoroutinefunction(member) else ""
+                    rows += [f"### `{method}`", "", f"```python\n{prefix}def {method}{_signature(member)}\n```", "",
+                             _doc(member), ""]
+    return "\n".join(rows) + "\n"
+
+
+PAGES["reference/python-api.md"] = python_api_page

@@ -128,6 +128,7 @@ class Client(Producer):
             raise RedisUnreachable(f"the memory store did not answer: {exc}") from exc
 
     def close(self) -> None:
+        """Close the client's Redis connections."""
         self.redis.close()
 
     def __enter__(self) -> Client:
@@ -166,9 +167,12 @@ class AsyncClient(AsyncProducer):
         return await super().enqueue({**given, **fields})
 
     async def query(self, query: str, namespace: str, timeout: float = 30.0, **fields: Any) -> RetrievalResult:
+        """Enqueue and wait, in one call."""
         return await self.wait(await self.enqueue(query=query, namespace=namespace, **fields), timeout)
 
     async def remember(self, namespace: str, memories: Iterable[MemoryLike]) -> int:
+        """Write (or replace, by id) memories in ``namespace``; how many. The first bad one raises ``InvalidMemory``
+        naming ``memories[i].field``."""
         checked = as_memories(memories)  # checked here, on the loop: a bad memory fails at once
         if plain_local_writes(self.settings):  # the store's write script alone: sent from the loop, no thread
             from ferret.worker.backends.local import upsert_step
@@ -178,6 +182,7 @@ class AsyncClient(AsyncProducer):
         return await asyncio.to_thread(self._blocking().remember, namespace, checked)
 
     async def forget(self, namespace: str, ids: Iterable[str]) -> int:
+        """Delete memories by id; how many there were."""
         return await asyncio.to_thread(self._blocking().forget, namespace, list(ids))
 
     def _blocking(self) -> Client:
@@ -186,6 +191,7 @@ class AsyncClient(AsyncProducer):
         return self._sync
 
     async def close(self) -> None:
+        """Close the client's Redis connections (and its subscriber's)."""
         await super().close()
         if self._sync is not None:
             self._sync.close()

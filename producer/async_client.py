@@ -57,18 +57,24 @@ class AsyncProducer:
         return await self.run(self.rules.enqueue(request))
 
     async def prefetch(self, namespace: str, conversation: str, query: str, **fields: Any) -> JobHandle:
+        """Enqueue a prefetch for ``conversation``; older ones still queued are superseded."""
         return await self.run(self.conversations.prefetch(namespace, conversation, query, **fields))
 
     async def context_for(self, namespace: str, conversation: str) -> ConversationContext | None:
+        """The conversation's freshest finished prefetch, its age and whether memories changed since (None: none)."""
         return await self.run(self.conversations.context_for(namespace, conversation))
 
     async def result(self, job: JobHandle | str) -> RetrievalResult | None:
+        """The final result stored for ``job`` now, or None when there is none yet (it is never waited for)."""
         return await self.run(self.rules.result(job))
 
     async def status(self, job: JobHandle | str) -> JobState:
+        """Ferret's final status and RQ's state of the job, as two fields."""
         return await self.run(self.rules.status(job))
 
     async def trace(self, job: JobHandle | str) -> dict[str, Any]:
+        """The job's span trace (a dict of spans, the waterfall ``ferret trace`` draws); ``JobNotFound`` when
+        none is stored."""
         return await self.run(self.rules.trace(job))
 
     async def wait(self, job: JobHandle | str, timeout: float = 30.0) -> RetrievalResult:

@@ -88,6 +88,7 @@ class Producer:
         return self.run(self.conversations.context_for(namespace, conversation))
 
     def result(self, job: JobHandle | str) -> RetrievalResult | None:
+        """The final result stored for ``job`` now, or None when there is none yet (it is never waited for)."""
         return self.run(self.rules.result(job))
 
     def status(self, job: JobHandle | str) -> JobState:
@@ -95,6 +96,8 @@ class Producer:
         return self.run(self.rules.status(job))
 
     def trace(self, job: JobHandle | str) -> dict[str, Any]:
+        """The job's span trace (a dict of spans, the waterfall ``ferret trace`` draws); ``JobNotFound`` when
+        none is stored."""
         return self.run(self.rules.trace(job))
 
     def workers_serving(self, queue: str) -> int:
