@@ -1,7 +1,8 @@
-# Ferret worker image: slim, non-root, its dependencies installed from a pinned lock file and Ferret itself from
-# the wheel a build stage makes (one import root, `ferret`; the repository's worker/ and producer/ are mapped
-# under it at build time). Stop grace must exceed the longest job (batch deadline 600 s + 2 s hard-timeout
-# grace): ops/docker-compose.yml sets stop_grace_period: 11m.
+# Ferret's image (workers by default; `ferret serve`, the HTTP API, from the same image): slim, non-root,
+# its dependencies installed from a pinned lock file (the serve extra's too) and Ferret itself from the wheel a
+# build stage makes (one import root, `ferret`; the repository's worker/ and producer/ are mapped under it at
+# build time). Stop grace must exceed the longest job (batch deadline 600 s + 2 s hard-timeout grace):
+# ops/docker-compose.yml sets stop_grace_period: 11m.
 FROM python:3.11-slim-bookworm AS build
 
 ENV PIP_NO_CACHE_DIR=1 \

@@ -43,3 +43,15 @@ def test_every_install_line_names_the_distribution():
     named = [(where, name) for where, text in _texts() for name in _installed_names(text)]
     assert named, "the docs have install lines"
     assert {name for _, name in named} == {DISTRIBUTION}, [(w, n) for w, n in named if n != DISTRIBUTION]
+
+
+def test_the_image_lock_pins_the_serve_extra_so_the_compose_api_runs():
+    """The image installs requirements.lock and the wheel without dependencies; compose's ``api`` service runs
+    ``ferret serve`` from it, so every requirement of the serve extra is pinned there."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pinned = {line.split("==")[0].lower().replace("_", "-") for line in
+              (ROOT / "requirements.lock").read_text().splitlines() if "==" in line}
+    wanted = {re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
+              for requirement in project["optional-dependencies"]["serve"] + project["dependencies"]
+              if "platform_system" not in requirement}
+    assert wanted <= pinned, wanted - pinned
