@@ -51,8 +51,15 @@ def tighten(document: dict[str, Any], limits: LimitSettings) -> dict[str, Any]:
     _nullable(schemas["RetrievalOptions"]["properties"]["max_results"])["maximum"] = limits.max_results
     schemas["Memory"]["properties"]["id"]["pattern"] = ID_TEXT
     schemas["ForgetBody"]["properties"]["ids"]["items"]["pattern"] = ID_TEXT
-    schemas["Memory"]["anyOf"] = [{"required": [name], "properties": {name: {"minLength": 1}}}
+    schemas["Memory"]["anyOf"] = [{"required": [name], "properties": {name: {"type": "string", "minLength": 1}}}
                                   for name in MEMORY_TEXTS]
+    for name in (*MEMORY_TEXTS, "type", "cluster_ids"):  # null is taken as absent (what Nous sends)
+        field = schemas["Memory"]["properties"][name]
+        schemas["Memory"]["properties"][name] = {"anyOf": [{k: v for k, v in field.items()
+                                                            if k not in ("title", "description", "default")},
+                                                           {"type": "null"}],
+                                                 **{k: v for k, v in field.items()
+                                                    if k in ("title", "description", "default")}}
     for operations in document["paths"].values():
         for operation in operations.values():
             for parameter in operation.get("parameters", ()):

@@ -442,7 +442,7 @@ export interface components {
              * @description What kind of memory: event, preference, fact, procedure, plan, ... (with subtype, decides the section).
              * @default concept
              */
-            type?: string;
+            type?: string | null;
             /**
              * Subtype
              * @description A finer kind (``custom:recipe``); when given, it decides the section instead of type.
@@ -453,19 +453,19 @@ export interface components {
              * @description A short title: searched, and shown first in the context.
              * @default
              */
-            content_title?: string;
+            content_title?: string | null;
             /**
              * Content Body
              * @description The text (a JSON body's ``text`` field is its text). At least one of title, body and summary is needed.
              * @default
              */
-            content_body?: string;
+            content_body?: string | null;
             /**
              * Content Summary
              * @description A summary, searched and shown when there is no body.
              * @default
              */
-            content_summary?: string;
+            content_summary?: string | null;
             /**
              * Provenance Created At
              * @description When the memory was written (ISO 8601); ``filters.time_range`` of type ``ingestion`` selects by it.
@@ -486,15 +486,15 @@ export interface components {
              * @description Clusters it belongs to: ``filters.cluster_ids`` selects by them.
              * @default []
              */
-            cluster_ids?: string[];
+            cluster_ids?: string[] | null;
             /** @description EPISODIC, SIGNALS, KNOWLEDGE or PROCEDURAL, when the memory names its own section (Nous does). */
             memory_section?: components["schemas"]["Section"] | null;
         } | {
-            content_title: unknown;
+            content_title: string;
         } | {
-            content_body: unknown;
+            content_body: string;
         } | {
-            content_summary: unknown;
+            content_summary: string;
         };
         /** PrefetchBody */
         PrefetchBody: {
