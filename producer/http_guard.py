@@ -25,7 +25,7 @@ HEAD_SECONDS = 10.0  # a request's head (request line and headers) must arrive w
 IDLE_SECONDS = 5.0  # a kept-alive connection with no next request is closed after this (uvicorn's)
 
 
-class _HeadGuard:
+class _HeadGuard(asyncio.Protocol):
     """The deadline on a request's head, for either of uvicorn's HTTP/1.1 protocols (both keep the request's
     ``cycle``, whose ``response_complete`` says the connection is between requests)."""
 
@@ -35,7 +35,7 @@ class _HeadGuard:
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._head_timer: asyncio.TimerHandle | None = None
         self._arm()
@@ -68,7 +68,7 @@ class _HeadGuard:
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        super().connection_lost(exc)  # type: ignore[misc]
+        super().connection_lost(exc)
 
 
 class GuardedH11Protocol(_HeadGuard, H11Protocol):

@@ -82,11 +82,11 @@ def _latency(py: Client, http: httpx.Client, queries: list[str], rounds: int,
                 cpu["server"] += _cpu_seconds(server_pid) - server_before
                 cpu["worker"] += _cpu_seconds(worker_pid) - worker_before
     python, over_http = summary_ms(seen["python"]), summary_ms(seen["http"])
-    answered = len(seen["http"])
+    queries_over_http = len(seen["http"])
     return {"python": python, "http": over_http, "p50_difference_ms": round(over_http["p50_ms"] - python["p50_ms"], 3),
             # CPU a query over HTTP (kept-alive connection), the server's and the worker's that ran the job
-            "server_cpu_ms_per_query": round(cpu["server"] / answered * 1000, 3),
-            "worker_cpu_ms_per_job": round(cpu["worker"] / answered * 1000, 3),
+            "server_cpu_ms_per_query": round(cpu["server"] / queries_over_http * 1000, 3),
+            "worker_cpu_ms_per_job": round(cpu["worker"] / queries_over_http * 1000, 3),
             "round_p50_differences_ms": [
                 round((statistics.median(seen["http"][r * len(queries):(r + 1) * len(queries)])
                        - statistics.median(seen["python"][r * len(queries):(r + 1) * len(queries)])) * 1000, 3)
