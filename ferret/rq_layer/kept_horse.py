@@ -24,10 +24,15 @@ input it is (``take_entry``): one round trip, where RQ's fresh horse had the job
 A job's answer carries its result: the horse sends the result's JSON (and its trace when spans are
 exported) after the byte, and the worker's observers (metrics, the log line, span export) hear of the job
 from it, where a horse's worker read the result back from Redis (a round trip, the result inflated and
-checked again: ~19% of the worker's own samples). The answer is kept once read: RQ's monitor interrupts the
-worker's wait with its timer to send heart-beats, and an interruption that lands just after the read would
-otherwise lose the answer (the worker then waited on a horse idle between two jobs, until the job's hard
-limit + 60 s had it killed). The rest of an answer is read with the timer's signal held.
+checked again: ~19% of the worker's own samples). RQ's monitor bounds the worker's wait with its timer
+(``SIGALRM`` every ``job_monitoring_interval``, whose handler raises, to send heart-beats); a raise that
+lands just after a read of the answer returned loses what was read, and the worker then waits for ever on a
+horse that waits for its next job. That happens whenever the timer's signal is taken by another thread of
+the worker (the job pulse's: the kernel gives a process's signal to any thread, and Python runs its handler
+in the main one at its next check, just after the read returns), most of all after the worker was paused
+(SIGSTOP, a frozen container) past the timer while its horse answered. So the answer is read with the timer
+noted, not raised (``ferret.rq_layer.horse_wait``): the wait polls the pipe, bounded by the timer and by the
+interval on the worker's own clock, and raises RQ's monitor timeout itself once what was read is kept.
 """
 
 from __future__ import annotations
@@ -42,7 +47,6 @@ import random
 import signal
 import struct
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -55,6 +59,7 @@ from ferret.result_json import result_json
 from ferret.rq_layer.bookkeeping import PARKED, parked
 from ferret.rq_layer.entry import report_of
 from ferret.rq_layer.gc_pacing import between_jobs
+from ferret.rq_layer.horse_wait import Bound, read_byte, timer_noted
 from ferret.rq_layer.intake import NOT_THE_ENTRY, take_entry
 
 logger = logging.getLogger(__name__)
@@ -97,6 +102,7 @@ class KeptHorse:
     queues: list[Queue]
     job_class: type[Job]
     serializer: Any
+    job_monitoring_interval: int
 
     def _kept(self) -> bool:
         return self.ferret_jobs_per_horse > 1
@@ -176,22 +182,24 @@ class KeptHorse:
 
     def wait_for_horse(self) -> tuple[int | None, int | None, Any]:
         """Until the kept horse has run the job (as if a horse of its own had exited 0) or is gone (its exit
-        status). RQ's monitor wraps this in its timer, which interrupts the read to send heart-beats; what
-        was read before an interruption is kept, so the call made after it goes on from there."""
+        status). RQ's monitor calls this within its timer: the wait ends by the timer, or by the monitor's
+        interval on this process's clock, with RQ's ``HorseMonitorTimeoutException`` (the monitor then beats
+        and calls again); what was read is kept, so the next call goes on from there."""
         horse = self._ferret_horse
         if not self._kept() or horse is None:
             return super().wait_for_horse()  # type: ignore[misc, no-any-return]
         if horse.outcome is None:
-            horse.outcome = self._outcome(horse)
+            with timer_noted() as timer:
+                outcome = self._outcome(horse, Bound(timer, self.job_monitoring_interval))
+                horse.outcome = outcome
         return horse.outcome
 
-    def _outcome(self, horse: _Horse) -> tuple[int | None, int | None, Any]:
+    def _outcome(self, horse: _Horse, bound: Bound) -> tuple[int | None, int | None, Any]:
         if horse.reply is None:
-            horse.reply = os.read(horse.replies, 1)
+            horse.reply = read_byte(horse.replies, bound)
         if horse.reply == REPORTED and horse.report is None:
-            try:
-                with _timer_held():  # the rest is on its way (sent at once): read whole
-                    horse.report = _read_report(horse.replies)
+            try:  # the rest is on its way (sent at once): read whole, whatever the timer says
+                horse.report = _read_report(horse.replies)
             except EOFError:  # the horse died sending it: the job had run; its result is read back
                 logger.warning("worker %s: work horse %s died while answering", self.name, horse.pid)
                 horse.reply = RAN
@@ -380,13 +388,3 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-@contextlib.contextmanager
-def _timer_held() -> Iterator[None]:
-    """RQ's monitor timer (``SIGALRM``) held back: a signal that comes meanwhile is delivered at the end."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
