@@ -9,8 +9,12 @@ without a result is either put back on its queue (time left and fewer than
 the worker was lost. A job whose worker is alive but still on it past its
 deadline (+ grace) ends ``failed`` as overrun, never as lost: a worker's key
 outlives a starved job (``ferret.rq_layer.job_pulse``), so a death is blamed
-only when the worker's key is gone. One worker at a time does this, under a
-short lock. A job judged lost acts only once its started-registry entry is
+only when the worker's key is gone. A worker runs the jobs of a trip one at a
+time, earliest deadline first (``ferret.rq_layer.trip_batching``): of a
+worker's overdue jobs only the earliest-deadline one can be running; the
+others waited behind it, never started, and end ``expired`` (what the worker
+itself gives a job it reaches past its deadline), neither overrun nor lost.
+One worker at a time does this, under a short lock. A job judged lost acts only once its started-registry entry is
 taken out by the pass: an entry gone meanwhile is a job that ended as it was
 judged (its end takes the entry out with its execution record), not a re-run.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rq import Queue
@@ -40,30 +45,56 @@ logger = logging.getLogger(__name__)
 LOCK_KEY = "ferret:reaper:lock"
 RERUNS = "ferret_reruns"
 OVERRAN = "hard timeout: its worker was still running the job when its deadline (+ grace) passed"
+WAITED = "waited past its deadline (+ grace) behind another job of its worker's trip; never started"
 
 
-def _worker_alive(ctx: WorkerResources, job: Job, entry: bytes) -> bool:
-    """Whether the worker a started job is with still lives (its key). The job names its worker once
-    stamped; before, its execution record does (a forking worker writes the record, then its work horse
-    stamps the job: a worker cut off between the two left the job unstamped, and the job waited for its
-    deadline). An entry with no execution, or an execution that names nobody, is a job just starting: alive.
-    A record gone (its TTL passed with no beat renewing it) is a dead worker's."""
+def _worker_of(ctx: WorkerResources, job: Job, entry: bytes) -> tuple[str | None, bool]:
+    """The worker a started job is with (None when nothing names one yet) and whether it still lives (its
+    key). The job names its worker once stamped; before, its execution record does (a forking worker writes
+    the record, then its work horse stamps the job: a worker cut off between the two left the job unstamped,
+    and the job waited for its deadline). An entry with no execution, or an execution that names nobody, is
+    a job just starting: alive. A record gone (its TTL passed with no beat renewing it) is a dead worker's."""
     name = job.worker_name
     if not name:
         _, _, execution = entry.partition(b":")
         if not execution:
-            return True
+            return None, True
         record = f"rq:execution:{entry.decode(errors='replace')}"  # RQ's key (the entry is untrusted: not parsed)
         with ctx.client.pipeline(transaction=False) as pipe:
             pipe.exists(record)
             pipe.hget(record, "worker_name")
             there, named = pipe.execute()
         if not there:
-            return False
+            return None, False
         if not named:
-            return True
+            return None, True
         name = named.decode(errors="replace") if isinstance(named, bytes) else str(named)
-    return bool(ctx.client.exists(f"rq:worker:{name}"))
+    return name, bool(ctx.client.exists(f"rq:worker:{name}"))
+
+
+@dataclass
+class _Verdict:
+    """One started entry, judged: its job, when it is due, its worker and whether that worker lives."""
+
+    raw: Any
+    job: Job
+    deadline: float
+    overdue: bool
+    worker: str | None
+    alive: bool
+
+
+def _behind_another(verdicts: list[_Verdict]) -> set[str]:
+    """The overdue jobs that waited in a trip: those of a worker that has an overdue job with an earlier
+    deadline (which is the one it runs, or ran last)."""
+    first: dict[str, _Verdict] = {}
+    for verdict in verdicts:
+        if verdict.overdue and verdict.worker is not None:
+            known = first.get(verdict.worker)
+            if known is None or (verdict.deadline, verdict.job.id) < (known.deadline, known.job.id):
+                first[verdict.worker] = verdict
+    return {verdict.job.id for verdict in verdicts
+            if verdict.overdue and verdict.worker is not None and first[verdict.worker] is not verdict}
 
 
 def reap(ctx: WorkerResources, queues: Sequence[Queue], now: float | None = None,
@@ -93,14 +124,25 @@ def _reap_queue(ctx: WorkerResources, queue: Queue, now: float,
                 on_refused: Callable[[Refusal], None]) -> list[RetrievalResult]:
     written: list[RetrievalResult] = []
     registry = StartedJobRegistry(queue=queue, serializer=JSONSerializer)
+    verdicts = []
     for raw in ctx.client.zrange(registry.key, 0, -1):
         try:
-            written.extend(_reap_entry(ctx, queue, registry, raw, now, on_refused))
+            verdict = _judge(ctx, queue, registry, raw, now, on_refused)
         except NOT_THE_ENTRY:
             raise
         except Exception:
             logger.exception("reaper: entry %r of %s failed", raw[:80], registry.key)
             continue
+        if verdict is not None:
+            verdicts.append(verdict)
+    waited = _behind_another(verdicts)
+    for verdict in verdicts:
+        try:
+            written.extend(_act(ctx, queue, registry, verdict, verdict.job.id in waited))
+        except NOT_THE_ENTRY:
+            raise
+        except Exception:
+            logger.exception("reaper: entry %r of %s failed", verdict.raw[:80], registry.key)
     try:  # jobs taken off the queue but never started (their worker stopped in between)
         written.extend(rescue_stranded(queue, ctx, on_refused, now, STRANDED_GRACE_SECONDS))
     except NOT_THE_ENTRY:
@@ -112,27 +154,36 @@ def _reap_queue(ctx: WorkerResources, queue: Queue, now: float,
     return written
 
 
-def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry, raw: Any, now: float,
-                on_refused: Callable[[Refusal], None]) -> list[RetrievalResult]:
-    """Judge one started-registry entry (``job_id`` or ``job_id:execution_id``); the ``failed`` results
-    written (a carrier's: one for each member without a result)."""
+def _judge(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry, raw: Any, now: float,
+           on_refused: Callable[[Refusal], None]) -> _Verdict | None:
+    """One started-registry entry (``job_id`` or ``job_id:execution_id``), judged; None when there is
+    nothing to do with it (finished, or no Ferret job: the entry taken out)."""
     job_id = registry_entry_id(raw)
     if ctx.results.exists(job_id.decode(errors="replace")):
         ctx.client.zrem(registry.key, raw)  # finished: an entry left behind (RQ's own is gone with its success)
-        return []
+        return None
     job, refusal = take_entry(queue.job_class, job_id, queue, ctx.client, JSONSerializer)
     if job is None:
         ctx.client.zrem(registry.key, raw)
         if refusal is not None and refusal.reason != "no_job_hash":
             on_refused(refusal)
-        return []
+        return None
     deadline = deadline_of(job.args[0])
     grace = ctx.settings.service.hard_timeout_grace_seconds
-    overdue = deadline is None or now > deadline + grace + 1
-    alive = _worker_alive(ctx, job, raw if isinstance(raw, bytes) else str(raw).encode())
+    worker, alive = _worker_of(ctx, job, raw if isinstance(raw, bytes) else str(raw).encode())
+    return _Verdict(raw, job, float("inf") if deadline is None else deadline,
+                    deadline is None or now > deadline + grace + 1, worker, alive)
+
+
+def _act(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry, verdict: _Verdict,
+         waited: bool) -> list[RetrievalResult]:
+    """What a judged entry calls for: nothing (its live worker is on it in time), a re-run, or its
+    ``failed`` results (a carrier's: one for each member without a result); ``expired`` ones when it
+    ``waited`` behind another job of its worker's trip."""
+    job, overdue, alive = verdict.job, verdict.overdue, verdict.alive
     if alive and not overdue:
         return []
-    if not ctx.client.zrem(registry.key, raw):
+    if not ctx.client.zrem(registry.key, verdict.raw):
         # Gone since the pass read it: the job ended meanwhile (its success or failure takes the entry out
         # with its execution record, which the look at an unstamped job's worker then found missing).
         return []
@@ -144,6 +195,10 @@ def _reap_entry(ctx: WorkerResources, queue: Queue, registry: StartedJobRegistry
         queue.enqueue_job(job, at_front=True)
         logger.warning("job=%s worker %s lost; re-running it", job.id, job.worker_name)
         return []
+    if waited:
+        logger.warning("job=%s waited in the trip of worker %s past its deadline; ended expired", job.id,
+                       verdict.worker)
+        return lost_results(ctx, job.args[0], job.id, queue.name, WAITED, status="expired")
     if alive:  # its worker is alive and still on it (a starved machine): late, not lost
         reason = OVERRAN
         logger.warning("job=%s still running on worker %s past its deadline; ended failed", job.id, job.worker_name)

@@ -164,3 +164,37 @@ def test_a_trip_runs_its_jobs_earliest_deadline_first(producer, redis_client, se
     assert [r.status for r in results] == ["ok", "ok", "expired", "ok", "ok"]  # type: ignore[union-attr]
     started = [r.timestamps.started_at for r in results]  # type: ignore[union-attr]
     assert sorted(range(len(deadlines)), key=lambda i: started[i]) == [2, 4, 1, 0, 3]
+
+
+@pytest.mark.parametrize("worker_state", ["alive", "lost"])
+def test_jobs_that_waited_in_a_trip_past_their_deadline_end_expired(producer, redis_client, settings,
+                                                                  sample_namespace, worker_state):
+    """A worker takes four jobs in one trip and starts them; the first (the earliest deadline, the one it
+    runs) is still unfinished when every deadline (+ grace) has passed (an overloaded machine). The reaper
+    ends that one as overrun (its worker alive) or lost (its worker gone); the three behind it never
+    started: ``expired``, as the worker itself would end them, neither overrun nor lost."""
+    from ferret.rq_layer.reaper import OVERRAN, WAITED, reap
+    from ferret.worker.core.resources import build_resources
+
+    requests = _requests(sample_namespace, 4)
+    for i, request in enumerate(requests):
+        request["deadline_seconds"] = 60 + i  # distinct deadlines, in order
+    handles = producer.enqueue_many(requests)
+    busy = build_worker(redis_client, settings, ["batch"])
+    busy.queue_class.take_up_to = 4
+    busy.register_birth()
+    job, _ = busy.dequeue_job_and_maintain_ttl(None)
+    assert job.id == handles[0].job_id  # the earliest deadline runs first
+    busy.prepare_execution(job)
+    redis_client.delete(LOCK_KEY)  # a reaper pass of its own, just now (at its start)
+    if worker_state == "lost":
+        redis_client.delete(busy.key)
+    ctx = build_resources(settings, redis_client)
+    written = reap(ctx, [Queue("batch", connection=redis_client, serializer=JSONSerializer)],
+                   now=ctx.now() + 120)
+    assert {result.job_id for result in written} == {handle.job_id for handle in handles}
+    results = producer.results_of(handles)
+    first, *behind = results
+    assert first.status == "failed", (first.status, first.error)
+    assert first.error == OVERRAN if worker_state == "alive" else "worker lost" in first.error
+    assert [(r.status, r.error) for r in behind] == [("expired", WAITED)] * 3

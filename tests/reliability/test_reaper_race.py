@@ -37,14 +37,14 @@ def test_a_job_that_ends_while_the_reaper_looks_at_its_record_is_left_alone(prod
     handle, queue, entry = _started_unstamped(producer, redis_client, sample_namespace)
     registry_key = StartedJobRegistry(queue=queue).key
     looked = []
-    real = reaper._worker_alive
+    real = reaper._worker_of
 
     def ended_meanwhile(ctx, judged, raw):  # the job's success lands just as the reaper reads the record
         looked.append(raw)
         redis_client.zrem(registry_key, raw)
         return real(ctx, judged, raw)
 
-    monkeypatch.setattr(reaper, "_worker_alive", ended_meanwhile)
+    monkeypatch.setattr(reaper, "_worker_of", ended_meanwhile)
     ctx = build_resources(settings, redis_client)
     assert reaper.reap(ctx, [queue]) == []
     assert looked == [entry.encode()]  # the record was looked at: gone, as a dead worker's is

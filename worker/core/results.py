@@ -202,9 +202,10 @@ def request_of(payload: Any, limits: LimitSettings) -> RetrievalRequest | None:
 
 
 def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None,
-                reason: str) -> RetrievalResult | None:
-    """Write (once) the ``failed`` result of a job whose worker died under it; None, and
-    nothing written, when its payload is not a request of the namespace its id names."""
+                reason: str, status: str = "failed") -> RetrievalResult | None:
+    """Write (once) the ``failed`` result of a job whose worker died under it (or another final ``status``:
+    ``expired`` for one that never started); None, and nothing written, when its payload is not a request
+    of the namespace its id names."""
     now = ctx.now()
     env = stamps_of_invalid(payload, job_id, origin, now)
     raw = env.raw_request if isinstance(env.raw_request, dict) else {}
@@ -219,7 +220,7 @@ def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | N
     deadline = deadline_of(payload)
     if deadline is not None:
         env.deadline_at = deadline
-    result = build_result(ctx, env, request, "failed", now, NO_TRACE, error=reason)
+    result = build_result(ctx, env, request, status, now, NO_TRACE, error=reason)
     ctx.results.write(result, None)
     return ctx.results.read(job_id) or result
 
@@ -227,10 +228,10 @@ def lost_result(ctx: WorkerResources, payload: Any, job_id: str, origin: str | N
 
 
 def lost_results(ctx: WorkerResources, payload: Any, job_id: str, origin: str | None,
-                 reason: str) -> list[RetrievalResult]:
+                 reason: str, status: str = "failed") -> list[RetrievalResult]:
     """``lost_result``; for a carrier (``ferret.carriers``), that of each member without a result."""
     if not is_carrier(payload):
-        lost = lost_result(ctx, payload, job_id, origin, reason)
+        lost = lost_result(ctx, payload, job_id, origin, reason, status)
         return [lost] if lost is not None else []
     try:
         members = members_of(payload)
@@ -241,7 +242,7 @@ def lost_results(ctx: WorkerResources, payload: Any, job_id: str, origin: str | 
     written = []
     for member_id, member_payload in members:
         if member_id not in answered:
-            lost = lost_result(ctx, member_payload, member_id, origin, reason)
+            lost = lost_result(ctx, member_payload, member_id, origin, reason, status)
             if lost is not None:
                 written.append(lost)
     return written
