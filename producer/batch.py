@@ -12,6 +12,10 @@ own ``request_id`` keeps it: the same id is the same job while its claim
 lasts, so a re-run answers such a line with the earlier job; that line is
 counted as ``reused`` and marked so in the output. Invalid lines are written
 to the output as ``failed`` with the error.
+
+A batch of any size keeps only a window of lines in flight (``ferret.producer.batch_window``): a line is
+enqueued when the workers have drained room for it, so its deadline, which counts from its enqueue, is
+spent on its work, not in the queue; the producer holds only the window's lines, whatever the file's size.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ferret import keys
 from ferret.contract import FINAL_STATUSES, RetrievalResult
 from ferret.errors import BadResult, InvalidRequest, RedisUnreachable, ResultTimeout
 from ferret.json_input import parse_object
+from ferret.producer.batch_window import MAX_QUEUE_SECONDS, InFlightWindow, queue_seconds_for
 from ferret.producer.client import JobHandle, Producer
 from ferret.result_json import result_json
 
@@ -156,6 +161,7 @@ class NoProgress:
 
 
 ENQUEUE_CHUNK = 256  # lines enqueued side by side: each of enqueue's round trips made once for all of them
+MIN_PART = 32  # the fewest lines enqueued side by side once the window is full (fewer when fewer are left)
 READ_CHUNK = 512  # pending jobs whose results are read in one round trip
 STALL_SECONDS = 2.0  # no result for this long: the oldest pending job gets the full wait (lost? refused?)
 POLL_SECONDS = 0.2  # the longest a listen waits before the stall check
@@ -164,24 +170,28 @@ POLL_SECONDS = 0.2  # the longest a listen waits before the stall check
 def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resume: bool = False,
               wait_seconds: float = 3600.0, cache: bool = True,
               progress: BatchProgress | None = None) -> BatchSummary:
-    """Enqueue every line (``ENQUEUE_CHUNK`` at a time, side by side) and write each final result as it is
-    announced (``_Collector``), in the order they finish (each row names its line)."""
+    """Enqueue every line (``ENQUEUE_CHUNK`` at a time, side by side, while the in-flight window has room)
+    and write each final result as it is announced (``_Collector``), in the order they finish (each row
+    names its line). ``wait_seconds`` bounds the wait for room (no result for that long: the lines not
+    enqueued yet are left unfinished, for ``--resume``) and the wait for the last results."""
     progress = progress or NoProgress()
     run = recorded_run(out_path) if resume else new_run(out_path)
     summary = BatchSummary(run=run)
     done = done_request_ids(out_path) if resume else set()
+    window = InFlightWindow(queue_seconds_for(producer.settings.service.batch_deadline_seconds))
     with out_path.open("ab" if resume else "wb") as out, \
-            _Collector(producer, out, summary, progress) as collector:
+            _Collector(producer, out, summary, progress, window) as collector:
         chunk: list[tuple[int, str, dict[str, Any], bool]] = []
+        stalled = False
 
-        def enqueue_chunk() -> None:
-            requests = [request for _, _, request, _ in chunk]
+        def enqueue_part(part: list[tuple[int, str, dict[str, Any], bool]]) -> None:
+            requests = [request for _, _, request, _ in part]
             carried = producer.enqueue_carried(requests)  # fresh lines, several an RQ job (ferret.carriers)
             # the others (None), the usual way: one RQ job each
             others = [request for request, answer in zip(requests, carried, strict=True) if answer is None]
             usual = iter(producer.enqueue_many(others))
             answers: list[JobHandle | Exception] = [next(usual) if answer is None else answer for answer in carried]
-            for (number, line, _request, own_id), answer in zip(chunk, answers, strict=True):
+            for (number, line, _request, own_id), answer in zip(part, answers, strict=True):
                 if isinstance(answer, InvalidRequest):
                     _invalid(out, summary, run, number, line, answer)
                 elif isinstance(answer, Exception):
@@ -194,9 +204,23 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                     summary.enqueued += 1
                     summary.reused += reused
                 progress.line_done()
-            chunk.clear()
             collector.take_announced(0.0)  # results already in, written while the rest is enqueued
             out.flush()
+
+        def send_chunk() -> bool:
+            """The chunk's lines enqueued as the window makes room; False when the workers drained nothing
+            for the whole wait (the rest not enqueued: unfinished, for --resume)."""
+            while chunk:
+                room = collector.room_for(len(chunk), wait_seconds)
+                if room == 0:
+                    summary.unfinished += len(chunk)
+                    for _ in chunk:
+                        progress.line_done()
+                    chunk.clear()
+                    return False
+                enqueue_part(chunk[:room])
+                del chunk[:room]
+            return True
 
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -212,11 +236,15 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                 summary.skipped_done += 1
                 progress.line_done()
                 continue
+            if stalled:  # the workers drained nothing for the whole wait: left for --resume
+                summary.unfinished += 1
+                progress.line_done()
+                continue
             chunk.append((number, line, request, own_id))
             if len(chunk) >= ENQUEUE_CHUNK:
-                enqueue_chunk()
+                stalled = not send_chunk()
         if chunk:
-            enqueue_chunk()
+            send_chunk()
         progress.waiting_for(summary.enqueued)
         collector.finish(time.monotonic() + wait_seconds)
     return summary
@@ -238,8 +266,10 @@ class _Collector:
     if the oldest is still without a result it gets the producer's full wait, which enqueues again a job a
     failover lost and ends a refused one with its refusal."""
 
-    def __init__(self, producer: Producer, out: IO[bytes], summary: BatchSummary, progress: BatchProgress) -> None:
+    def __init__(self, producer: Producer, out: IO[bytes], summary: BatchSummary, progress: BatchProgress,
+                 window: InFlightWindow | None = None) -> None:
         self.producer, self.out, self.summary, self.progress = producer, out, summary, progress
+        self.window = window or InFlightWindow(MAX_QUEUE_SECONDS)
         self.pending: dict[int, tuple[JobHandle, bool]] = {}  # by line: its job, whether an earlier run's answers
         self.by_job: dict[str, list[int]] = {}
         self.news = producer.client.pubsub(ignore_subscribe_messages=True)
@@ -284,29 +314,48 @@ class _Collector:
             message = self.news.get_message(timeout=0)
         return self.read(announced) if announced else 0
 
+    def room_for(self, lines: int, wait_seconds: float) -> int:
+        """How many of ``lines`` may be enqueued now: results collected until the window has room for
+        ``MIN_PART`` of them (or all, when fewer); 0 when no result came for ``wait_seconds`` meanwhile (the
+        workers are stalled: the batch stops enqueuing)."""
+        wanted = min(lines, MIN_PART)
+        while self.pending and self.window.room(len(self.pending)) < wanted:
+            if time.monotonic() - self.last_found > wait_seconds:
+                return 0
+            self._step(self.last_found + wait_seconds)
+        return min(lines, max(wanted, self.window.room(len(self.pending))))
+
     def finish(self, deadline: float) -> None:
-        while self.pending and (left := deadline - time.monotonic()) > 0:
-            if self.take_announced(min(POLL_SECONDS, left)) or time.monotonic() - self.last_found < STALL_SECONDS:
-                continue
-            if self.read(list(self.pending)[:READ_CHUNK]):  # announcements missed (a reconnect)
-                continue
-            number = next(iter(self.pending))
-            try:
-                answer: RetrievalResult | Exception = self.producer.wait(
-                    self.pending[number][0], min(self._full_wait(), max(0.0, deadline - time.monotonic())))
-            except (ResultTimeout, RedisUnreachable) as exc:  # this one job's short wait is up: the batch's is longer
-                if isinstance(exc, RedisUnreachable):
-                    logger.warning("%s; the batch waits on (until its --wait is up)", exc)
-                self.last_found = time.monotonic() - STALL_SECONDS / 2  # listen a while, then this one again
-                continue
-            except BadResult as exc:
-                answer = exc
-            self.last_found = time.monotonic()
-            self._record(number, answer)
-            self.out.flush()
+        while self.pending and deadline - time.monotonic() > 0:
+            self._step(deadline)
         for _ in self.pending:
             self.summary.unfinished += 1
             self.progress.collected(None)
+
+    def _step(self, deadline: float) -> None:
+        """One turn of the wait: announced results read, or (nothing for ``STALL_SECONDS``) the pending ones
+        read in bulk, or the oldest waited for."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        if self.take_announced(min(POLL_SECONDS, left)) or time.monotonic() - self.last_found < STALL_SECONDS:
+            return
+        if self.read(list(self.pending)[:READ_CHUNK]):  # announcements missed (a reconnect)
+            return
+        number = next(iter(self.pending))
+        try:
+            answer: RetrievalResult | Exception = self.producer.wait(
+                self.pending[number][0], min(self._full_wait(), max(0.0, deadline - time.monotonic())))
+        except (ResultTimeout, RedisUnreachable) as exc:  # this one job's short wait is up: the batch's is longer
+            if isinstance(exc, RedisUnreachable):
+                logger.warning("%s; the batch waits on (until its --wait is up)", exc)
+            self.last_found = time.monotonic() - STALL_SECONDS / 2  # listen a while, then this one again
+            return
+        except BadResult as exc:
+            answer = exc
+        self.last_found = time.monotonic()
+        self._record(number, answer)
+        self.out.flush()
 
     def _full_wait(self) -> float:
         """Long enough for the wait's own checks (is the job lost? refused?), which it makes once per
@@ -315,6 +364,13 @@ class _Collector:
 
     def _record(self, number: int, answer: RetrievalResult | Exception) -> None:
         handle, reused = self.pending.pop(number)
+        self.window.drained(1)
+        lines = self.by_job.get(handle.job_id)
+        if lines is not None:
+            if number in lines:
+                lines.remove(number)
+            if not lines:
+                del self.by_job[handle.job_id]
         _record(self.out, self.summary, self.progress, number, handle, reused, answer)
 
 

@@ -23,7 +23,8 @@ from ferret.errors import FerretError
               help="Continue the run recorded for OUT (OUT.run.json): keep OUT, enqueue only lines with no final "
                    "result, under the same request ids.")
 @click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=3600.0, show_default=True,
-              help="Seconds to wait for all results.")
+              help="Seconds to wait for the last results; also how long the batch waits for the workers to "
+                   "make room for more lines before it stops (the rest left for --resume).")
 @click.option("--no-cache", is_flag=True,
               help="Fresh answers: no line reads or writes the retrieval cache (unless its options say so).")
 @click.pass_context
@@ -52,6 +53,11 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
     "reused" (its output line says "reused": true); drop the request_id, or
     give a new one, for a fresh answer.
 
+    A file of any size: the batch keeps only as many lines in flight as the
+    workers drain in a few seconds (at most a quarter of a line's deadline,
+    30 s), enqueueing more as results come, so no line waits in the queue
+    past its deadline.
+
     \b
     Exit 0 when every line has an answer (ok or partial), 1 when some failed,
     expired or were invalid, 5 when some had no final answer within --wait
@@ -60,16 +66,17 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
     from ferret.producer.batch import run_batch
     from ferret.producer.client import Producer
 
-    lines = input_file.read_text(encoding="utf-8", errors="replace").splitlines()
-    total = sum(1 for line in lines if line.strip())
+    with input_file.open(encoding="utf-8", errors="replace") as counted:
+        total = sum(1 for line in counted if line.strip())
     again = f"ferret batch {input_file} --out {out_path} --resume"
     signal.signal(signal.SIGTERM, _interrupted)  # a stop asked for says how to finish, as Ctrl-C does
     try:
         with connected(ctx) as client:
             producer = Producer(client, settings_of(ctx))
-            with BatchProgressBars(total) as bars:
-                summary = run_batch(producer, lines, out_path, resume=resume, wait_seconds=wait_seconds,
-                                    cache=not no_cache, progress=bars)
+            with BatchProgressBars(total) as bars, input_file.open(encoding="utf-8", errors="replace") as lines:
+                # read as it goes: the producer holds the lines in flight, not the file
+                summary = run_batch(producer, (line.rstrip("\r\n") for line in lines), out_path, resume=resume,
+                                    wait_seconds=wait_seconds, cache=not no_cache, progress=bars)
     except FerretError as exc:
         fail(exc)
     except KeyboardInterrupt:

@@ -105,3 +105,28 @@ def test_results_whose_announcement_was_lost_are_still_collected(tmp_path, produ
     summary = batch.run_batch(producer, lines, tmp_path / "out.jsonl", wait_seconds=120)
     assert summary.by_status == {"ok": 5} and summary.unfinished == 0
     assert sorted(row["line"] for row in _rows(tmp_path / "out.jsonl")) == [1, 2, 3, 4, 5]
+
+
+def test_a_batch_longer_than_its_deadline_keeps_a_window_in_flight_and_ends_all_ok(tmp_path, env, sample_nous,
+                                                                                     start_workers):
+    """More lines than one worker can run within a line's deadline: every line enqueued first waited in the
+    queue until its deadline had passed (the tail of a big batch ended ``expired``). The batch keeps only the
+    lines the worker drains in a share of the deadline in flight: every line ends ``ok``, no ``--resume``."""
+    from ferret.worker.fakes.nous_server import nous_env
+
+    sample_nous.delay, sample_nous.slow_terms = 0.03, {"thesis"}  # each search of a line: a few dozen lines a second
+    deadline = 20
+    lines = 1_200  # several deadlines' worth of work for one worker
+    settings_env = {**env, **nous_env(sample_nous, timeout_seconds=30),
+                    "FERRET_SERVICE__BATCH_DEADLINE_SECONDS": str(deadline)}
+    start_workers(1, extra_env=settings_env)
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(json.dumps({"query": f"BTC thesis {i}"}) + "\n" for i in range(lines)))
+    began = time.monotonic()
+    done = _batch(settings_env, str(source), "--out", str(tmp_path / "many.out.jsonl"), "--wait", "120",
+                  timeout=900)
+    took = time.monotonic() - began
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.splitlines()[-1])
+    assert summary["by_status"] == {"ok": lines}, summary
+    assert took > 1.5 * deadline, f"the work outlasts a deadline ({took:.0f} s), or the test shows nothing"
