@@ -153,6 +153,16 @@ class PipelineRun:
     def text(self, value: str | None) -> str | None:
         return value if self.record_query else None
 
+    def bound_reached(self) -> str:
+        """Which bound a retrieval that ran out of time reached, in words: the retrieval stages' budget (with
+        time of the job's left: something answered too slowly, a store out of reach, a backend stuck), or the
+        job's deadline."""
+        left = self.job_budget.remaining()
+        if left - self.budget.remaining() > MIN_STAGE_SECONDS and left > MIN_STAGE_SECONDS:
+            return (f"the retrieval budget (pipeline.timeout_seconds, {self.settings.timeout_seconds:g} s) with "
+                    f"{left:.1f} s of the job's deadline left: the backend or its store did not answer in time")
+        return "the job's deadline"
+
     def skip(self, stage: str) -> None:
         self.stats.skipped_stages.append(stage)
         self.partial = True

@@ -157,7 +157,7 @@ def search(run: PipelineRun, plan: Plan) -> list[SubQueryOutcome]:
     run.timed("search", span)
     if len(errors) + run.stats.search.sub_query_timeouts == len(parts):  # not one search answered
         if not errors:
-            raise BackendUnavailable(run.backend.name, "every search timed out at the job's deadline")
+            raise BackendUnavailable(run.backend.name, f"every search timed out at {run.bound_reached()}")
         first = errors[0]
         raise first if isinstance(first, BackendError) else BackendError(run.backend.name, str(first))
     return outcomes

@@ -102,3 +102,31 @@ def test_the_deadline_wins_when_shorter_than_timeout_seconds():
     backend.calls = 1
     _, took = _timed_failure("BTC thesis", backend, PipelineSettings(timeout_seconds=60), Budget.of_seconds(0.3))
     assert took < HANG_SECONDS / 2
+
+
+class NeverAnswers:
+    """A backend whose store is out of reach: every search waits (a client's reconnect) past any budget."""
+
+    name = "out-of-reach"
+
+    def search(self, query: str, limit: int, filters: Filters, timeout: float | None = None) -> list[Hit]:
+        time.sleep(HANG_SECONDS)
+        return []
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_search_cut_by_the_retrieval_budget_is_not_blamed_on_the_jobs_deadline():
+    """A job with ten minutes left whose searches did not answer within the retrieval stages' budget: the
+    error names that budget and the time the job had left, not "the job's deadline"."""
+    settings = PipelineSettings(timeout_seconds=0.2)
+    failure, _ = _timed_failure("BTC thesis", NeverAnswers(), settings, budget=Budget.of_seconds(600))
+    assert "job's deadline left" in str(failure) and "pipeline.timeout_seconds" in str(failure), str(failure)
+    assert "timed out at the job's deadline" not in str(failure)
+
+
+def test_a_search_cut_by_the_jobs_deadline_says_so():
+    settings = PipelineSettings(timeout_seconds=30)
+    failure, _ = _timed_failure("BTC thesis", NeverAnswers(), settings, budget=Budget.of_seconds(0.2))
+    assert "the job's deadline" in str(failure) and "retrieval budget" not in str(failure), str(failure)
