@@ -123,7 +123,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     if cls is None:
         raise ConfigError(f"unknown worker class {kind!r}; use {', '.join(WORKER_CLASSES)}")
     context = build_resources(settings, client)
-    identity = check_store_binding(settings, client, context.memory_store)  # one store for the queue's workers
+    identity, holds = check_store_binding(settings, client, context.memory_store)  # one store for the queue's workers
     if full_coverage_required(context.memory_store):
         logger.warning(FULL_COVERAGE_WARNING)
     tag_store_keys(context.memory_store)  # once per store: keys written before their hash tags
@@ -152,6 +152,7 @@ def build_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] 
     worker.ferret_metrics = metrics  # type: ignore[attr-defined]
     worker.ferret_context = context  # type: ignore[attr-defined]
     worker.ferret_store_identity = identity  # type: ignore[attr-defined]
+    worker.ferret_store_holds = holds  # type: ignore[attr-defined]
     worker.ferret_observers = observers  # type: ignore[attr-defined]
     return worker
 
@@ -195,6 +196,10 @@ def run_worker(client: redis.Redis, settings: Settings, queues: Sequence[str] = 
         except StopRequested:  # a signal after RQ's handlers, before its loop: a stop all the same
             worked = False
         reason = stop_reason(worker, burst, max_jobs, max_idle_time)
+        refused = getattr(worker, "ferret_refused", None)
+        if refused is not None:
+            reason = "its memory store is not the queue's"
+            raise refused
         return worked
     finally:
         say_everything_held_back()

@@ -27,7 +27,7 @@ from rq.worker import WorkerStatus
 
 from ferret.carriers import NotACarrier, is_carrier, members_of
 from ferret.contract import RetrievalRequest, RetrievalResult
-from ferret.errors import JobRefused
+from ferret.errors import ConfigError, JobRefused
 from ferret.redis_plumbing.redis_conn import REDIS_AWAY
 from ferret.repeated_lines import RepeatedLines
 from ferret.rq_layer.bookkeeping import CoalescedBookkeeping, OneTripJobStart
@@ -60,6 +60,8 @@ class _Observed(StopHandling, RedisAwayTolerant):
     ferret_observers: list[Observer]
     ferret_on_refused: Callable[[Refusal], None]
     ferret_store_identity: str
+    ferret_store_holds = True  # whether this worker's store held memories when it started
+    ferret_refused: Exception | None = None  # why the worker stopped on its own, when it did (its exit's)
     last_cleaned_at: Any
     _ferret_last_reap = 0.0
     _ferret_registration_checked = 0.0
@@ -90,7 +92,13 @@ class _Observed(StopHandling, RedisAwayTolerant):
         see ``ferret.rq_layer.maintenance``; Ferret runs no scheduler and no groups),
         and the reaper at Ferret's; every few seconds, the worker's own registration."""
         with self._redis_may_be_away("maintenance"):
-            renew_binding(self.ferret_context.settings, self.ferret_context.client, self.ferret_store_identity)
+            try:
+                renew_binding(self.ferret_context.settings, self.ferret_context.client, self.ferret_store_identity,
+                              self.ferret_store_holds)
+            except ConfigError as exc:  # another store took the queue: this worker stops, and says why
+                logger.error("worker %s: %s", self.name, exc)  # type: ignore[attr-defined]
+                self.ferret_refused = exc
+                raise StopRequested() from exc  # RQ's way to stop an idle worker (its loop ends on it)
             if time.monotonic() - self._ferret_registration_checked >= REGISTRATION_CHECK_SECONDS:
                 self._register_again()
                 self._ferret_registration_checked = time.monotonic()
