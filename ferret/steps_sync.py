@@ -13,6 +13,7 @@ from redis.exceptions import NoScriptError
 from ferret.redis_plumbing.clock import Clock
 from ferret.redis_plumbing.redis_retry import PatientRetry, is_out_of_memory
 from ferret.redis_plumbing.replication import ReplicaWait
+from ferret.redis_plumbing.scripts import SlotScript, script_for
 from ferret.steps import Batch, Call, Eval, Now, Op, Replicate, Step, drive
 
 T = TypeVar("T")
@@ -34,12 +35,12 @@ class SyncSteps:
         self.clients = {"queue": queue, "store": store}
         self.clock = clock
         self.replicas = replicas
-        self._scripts: dict[tuple[str, str], Script] = {}
+        self._scripts: dict[tuple[str, str], Script | SlotScript] = {}
 
-    def _script(self, op: Eval) -> Script:
+    def _script(self, op: Eval) -> Script | SlotScript:
         script = self._scripts.get((op.on, op.source))
         if script is None:
-            script = self._scripts[(op.on, op.source)] = self.clients[op.on].register_script(op.source)
+            script = self._scripts[(op.on, op.source)] = script_for(self.clients[op.on], op.source)
         return script
 
     def run(self, rule: Step[T]) -> T:

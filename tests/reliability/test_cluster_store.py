@@ -117,3 +117,47 @@ def test_a_worker_warns_when_one_shard_down_would_stop_every_tenant(cluster, env
         assert "cluster-require-full-coverage yes" in first_lines("yes")
     finally:
         assert "cluster-require-full-coverage" not in first_lines("no")
+
+
+def test_a_shard_down_touches_only_its_own_tenants_scripts_included(tmp_path, env, redis_client):
+    """One shard of the store wholly down (its primary and its replica). The scripts a job runs (the index
+    build's lock, the change log's) are not yet on any node; each must be loaded on the node that runs it,
+    not on every primary: the first query of each healthy shard's tenant is answered, while the dead
+    shard's tenants fail naming the store."""
+    import redis
+    from rq import Worker
+
+    from ferret.bench.redis_cluster import RedisClusterSet
+    from tests.conftest import wait_until
+
+    cluster = RedisClusterSet(tmp_path / "cluster")
+    try:
+        store_env = {**env, "FERRET_BACKEND__LOCAL__STORE_URL": cluster.url}
+        store = client_for(cluster.url)
+        memories = [Memory(id=f"m{i}", content_title=f"SOL funding note {i}") for i in range(3)]
+        for namespace in NAMESPACES:
+            MemoryStore(store, namespace).upsert(memories)
+        dead = cluster.primary_of(keys.memories(NAMESPACES[0]))
+        replica = next(port for port, role in cluster.roles().items() if role == "slave"
+                       and int(redis.Redis(port=port).info("replication")["master_port"]) == dead)
+        for port in cluster.ports:  # no script cached anywhere: the jobs load them
+            redis.Redis(port=port).script_flush()
+        healthy = [ns for ns in NAMESPACES if cluster.primary_of(keys.memories(ns)) != dead]
+        worker = subprocess.Popen([sys.executable, "-m", "ferret.cli.main", "worker"], env=store_env, cwd=ROOT,
+                                  stdout=(tmp_path / "worker.log").open("wb"), stderr=subprocess.STDOUT)
+        try:
+            assert wait_until(lambda: Worker.count(connection=redis_client) == 1, 60), "the worker serves"
+            cluster.kill(replica)
+            cluster.kill(dead)
+            producer = Producer(redis_client, load_settings(environ=store_env))
+            results = {ns: producer.wait(producer.enqueue({"query": "SOL funding", "namespace": ns,
+                                                           "queue": "batch", "deadline_seconds": 60}), 90)
+                       for ns in healthy}
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+        assert {ns: (r.status, r.error) for ns, r in results.items() if r is None or r.status != "ok"} == {}, \
+            (tmp_path / "worker.log").read_text()[-3000:]
+        assert all(len(r.results) == 3 for r in results.values())
+    finally:
+        cluster.stop()

@@ -25,6 +25,7 @@ import redis
 
 from ferret import keys
 from ferret.redis_plumbing.redis_conn import client_for
+from ferret.redis_plumbing.scripts import registered
 from ferret.settings import LocalSettings, load_settings
 from ferret.worker.backends import snapshots
 from ferret.worker.backends.index_registry import BUILD_LOCK_SECONDS, IndexRegistry
@@ -63,7 +64,7 @@ def build_snapshot(client: redis.Redis, namespace: str, settings: LocalSettings)
 
 
 def _renew_until(client: redis.Redis, lock: str, token: str, done: threading.Event) -> None:
-    renew = client.register_script(_RENEW)
+    renew = registered(client, _RENEW)
     while not done.wait(BUILD_LOCK_SECONDS / 3):
         if not renew(keys=[lock], args=[token, BUILD_LOCK_SECONDS]):
             logger.warning("build lock %s lost", lock)
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         done.set()
-        client.register_script(_RELEASE)(keys=[lock], args=[args.lock_token])
+        registered(client, _RELEASE)(keys=[lock], args=[args.lock_token])
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ workers of the empty one stop at their next maintenance pass, saying why. Each r
 Redis (``keys.store_mismatches``), which every worker exports as ``ferret_store_mismatches_total``. The
 binding lasts while workers serve the queue: each renews it at its maintenance pass (every
 ``service.reaper_interval_seconds``; a worker that finds it bound to another store stops), and it lapses
-``binding_seconds`` after the last one stops. Moving a queue to another store: stop its workers, start them on the new one a minute later (or
-delete ``ferret:store-binding`` at once)."""
+``binding_seconds`` after the last one stops. Moving a queue to another store: stop its workers, start them
+on the new one a minute later (or delete ``ferret:store-binding`` at once)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import json
 import logging
 
 import redis
+from redis.cluster import RedisCluster
 
 from ferret import keys
 from ferret.errors import ConfigError
@@ -58,7 +59,16 @@ def holds_memories(settings: Settings, store: redis.Redis) -> bool:
     """Whether the store holds any namespace's memories (a Nous server is taken to: it is not looked into)."""
     if settings.backend.kind == "nous":
         return True
-    return next(iter(store.scan_iter(match=keys.memories("*"), count=1000)), None) is not None
+    if not isinstance(store, RedisCluster):
+        return next(iter(store.scan_iter(match=keys.memories("*"), count=1000)), None) is not None
+    for node in store.get_primaries():  # node by node: a shard that is down does not hide the others
+        try:
+            if next(iter(store.get_redis_connection(node).scan_iter(match=keys.memories("*"), count=1000)),
+                    None) is not None:
+                return True
+        except redis.RedisError:
+            continue
+    return False
 
 
 def _binding(identity: str, holds: bool) -> str:
