@@ -15,8 +15,9 @@ from ferret.worker.fakes.chat_server import FakeChat
 from ferret.worker.fakes.nous_server import nous_env
 from tests.conftest import free_port
 from tests.integration.test_metrics import wait_for_metrics
+from tests.timing import scaled
 
-COOLDOWN = 8.0
+COOLDOWN = 8.0  # on an idle machine; stretched by the machine's slowdown when the test starts
 
 
 @pytest.fixture
@@ -27,10 +28,10 @@ def chat():
     server.close()
 
 
-def _env(chat: FakeChat) -> dict[str, str]:
+def _env(chat: FakeChat, cooldown: float = COOLDOWN) -> dict[str, str]:
     return {"FERRET_RERANK__ENABLED": "true", "FERRET_RERANK__BASE_URL": chat.base_url,
             "FERRET_RERANK__TIMEOUT_SECONDS": "1", "FERRET_BREAKER__FAILURES": "3",
-            "FERRET_BREAKER__COOLDOWN_SECONDS": str(COOLDOWN)}
+            "FERRET_BREAKER__COOLDOWN_SECONDS": f"{cooldown:.1f}"}
 
 
 def _ask(producer, namespace: str, number: int):
@@ -42,7 +43,8 @@ def _ask(producer, namespace: str, number: int):
 def test_a_hung_chat_endpoint_is_skipped_by_every_worker_until_it_answers(chat, producer, sample_namespace,
                                                                          start_workers, redis_client):
     endpoint = f"chat {chat.base_url.rstrip('/')}"
-    [first] = start_workers(1, "--worker-class", "simple", extra_env=_env(chat))
+    cooldown = round(scaled(COOLDOWN), 1)  # long enough, on this machine now, to see the circuit open
+    [first] = start_workers(1, "--worker-class", "simple", extra_env=_env(chat, cooldown))
     tripped = [_ask(producer, sample_namespace, n) for n in range(3)]
     assert [r.stats.rerank for r in tripped] == ["timeout"] * 3 and all(r.status == "ok" for r in tripped)
     opened_at = time.monotonic()
@@ -54,9 +56,9 @@ def test_a_hung_chat_endpoint_is_skipped_by_every_worker_until_it_answers(chat, 
     first.send_signal(signal.SIGTERM)
     first.wait(timeout=30)
     port = free_port()
-    start_workers(1, "--worker-class", "fork", "--metrics-port", str(port), extra_env=_env(chat))
+    start_workers(1, "--worker-class", "fork", "--metrics-port", str(port), extra_env=_env(chat, cooldown))
     shared = _ask(producer, sample_namespace, 4)  # a worker that never saw the endpoint fail
-    assert time.monotonic() - opened_at < COOLDOWN, "the test was too slow to see the circuit open"
+    assert time.monotonic() - opened_at < cooldown, "the test was too slow to see the circuit open"
     assert shared.stats.rerank == "circuit_open" and shared.stats.circuit_open == [endpoint]
     assert len(chat.requests) == calls
     metrics = wait_for_metrics(port)
@@ -64,7 +66,7 @@ def test_a_hung_chat_endpoint_is_skipped_by_every_worker_until_it_answers(chat, 
     assert metrics[("ferret_endpoint_skipped_jobs_total", (("endpoint", endpoint),))] == 1
     assert metrics[("ferret_rerank_total", (("outcome", "circuit_open"),))] == 1
     chat.mode = "ok"
-    time.sleep(max(0.0, COOLDOWN - (time.monotonic() - opened_at)) + 0.5)
+    time.sleep(max(0.0, cooldown - (time.monotonic() - opened_at)) + 0.5)
     healed = _ask(producer, sample_namespace, 5)
     assert healed.stats.rerank == "ok" and healed.stats.circuit_open is None
     assert not list(redis_client.scan_iter("ferret:breaker:*"))  # closed, probation over: nothing kept
