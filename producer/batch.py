@@ -16,6 +16,10 @@ to the output as ``failed`` with the error.
 A batch of any size keeps only a window of lines in flight (``ferret.producer.batch_window``): a line is
 enqueued when the workers have drained room for it, so its deadline, which counts from its enqueue, is
 spent on its work, not in the queue; the producer holds only the window's lines, whatever the file's size.
+A line's result, once written to the output, is kept in Redis only ``KEPT_AFTER_WRITTEN_SECONDS`` more
+(with its trace and its wake-up list; its claim stays, small), unless the run keeps them (``keep_results``)
+or the line named its own request id (others may wait on that job): what a batch leaves in Redis is the
+lines in flight and the last minute's, not an hour of every line.
 """
 
 from __future__ import annotations
@@ -165,11 +169,12 @@ MIN_PART = 32  # the fewest lines enqueued side by side once the window is full 
 READ_CHUNK = 512  # pending jobs whose results are read in one round trip
 STALL_SECONDS = 2.0  # no result for this long: the oldest pending job gets the full wait (lost? refused?)
 POLL_SECONDS = 0.2  # the longest a listen waits before the stall check
+KEPT_AFTER_WRITTEN_SECONDS = 60  # a line's result in Redis once it is in the output (a late reader's margin)
 
 
 def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resume: bool = False,
               wait_seconds: float = 3600.0, cache: bool = True,
-              progress: BatchProgress | None = None) -> BatchSummary:
+              progress: BatchProgress | None = None, keep_results: bool = False) -> BatchSummary:
     """Enqueue every line (``ENQUEUE_CHUNK`` at a time, side by side, while the in-flight window has room)
     and write each final result as it is announced (``_Collector``), in the order they finish (each row
     names its line). ``wait_seconds`` bounds the wait for room (no result for that long: the lines not
@@ -180,7 +185,7 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
     done = done_request_ids(out_path) if resume else set()
     window = InFlightWindow(queue_seconds_for(producer.settings.service.batch_deadline_seconds))
     with out_path.open("ab" if resume else "wb") as out, \
-            _Collector(producer, out, summary, progress, window) as collector:
+            _Collector(producer, out, summary, progress, window, keep_results) as collector:
         chunk: list[tuple[int, str, dict[str, Any], bool]] = []
         stalled = False
 
@@ -200,7 +205,7 @@ def run_batch(producer: Producer, lines: Iterable[str], out_path: Path, *, resum
                     # An id of the line's own that an earlier job holds: that job's answer, not a new one (a
                     # resumed run joining its own jobs is not that).
                     reused = own_id and not resume and answer.duplicate and not answer.coalesced
-                    collector.expect(number, answer, reused)
+                    collector.expect(number, answer, reused, own_id)
                     summary.enqueued += 1
                     summary.reused += reused
                 progress.line_done()
@@ -267,8 +272,11 @@ class _Collector:
     failover lost and ends a refused one with its refusal."""
 
     def __init__(self, producer: Producer, out: IO[bytes], summary: BatchSummary, progress: BatchProgress,
-                 window: InFlightWindow | None = None) -> None:
+                 window: InFlightWindow | None = None, keep_results: bool = True) -> None:
         self.producer, self.out, self.summary, self.progress = producer, out, summary, progress
+        self.keep_results = keep_results
+        self.own_ids: set[int] = set()  # lines that named their own request id: their results are kept
+        self.written: list[RetrievalResult] = []  # results in the output, their keys not shortened yet
         self.window = window or InFlightWindow(MAX_QUEUE_SECONDS)
         self.pending: dict[int, tuple[JobHandle, bool]] = {}  # by line: its job, whether an earlier run's answers
         self.by_job: dict[str, list[int]] = {}
@@ -283,8 +291,10 @@ class _Collector:
     def __exit__(self, *_exc: object) -> None:
         self.news.close()
 
-    def expect(self, number: int, handle: JobHandle, reused: bool) -> None:
+    def expect(self, number: int, handle: JobHandle, reused: bool, own_id: bool = False) -> None:
         self.pending[number] = (handle, reused)
+        if own_id:
+            self.own_ids.add(number)
         self.by_job.setdefault(handle.job_id, []).append(number)
 
     def read(self, numbers: list[int]) -> int:
@@ -300,7 +310,24 @@ class _Collector:
         if found:
             self.last_found = time.monotonic()
             self.out.flush()
+            self.let_go()
         return found
+
+    def let_go(self) -> None:
+        """The results written to the output (and flushed) kept in Redis only ``KEPT_AFTER_WRITTEN_SECONDS``
+        more, in one round trip."""
+        written, self.written = self.written, []
+        if self.keep_results or not written:
+            return
+        ttl = self.producer.settings.service.batch_result_ttl_seconds
+        seconds = min(KEPT_AFTER_WRITTEN_SECONDS, ttl)
+        with self.producer.client.pipeline(transaction=False) as pipe:
+            for result in written:
+                for key in (keys.result(result.job_id), keys.done(result.job_id), keys.carried_by(result.job_id)):
+                    pipe.expire(key, seconds)
+                if result.trace_id:
+                    pipe.expire(keys.trace(result.trace_id), seconds)
+            pipe.execute()
 
     def take_announced(self, block_seconds: float) -> int:
         """Read the results announced so far (waiting up to ``block_seconds`` for a first one)."""
@@ -356,6 +383,7 @@ class _Collector:
         self.last_found = time.monotonic()
         self._record(number, answer)
         self.out.flush()
+        self.let_go()
 
     def _full_wait(self) -> float:
         """Long enough for the wait's own checks (is the job lost? refused?), which it makes once per
@@ -365,6 +393,9 @@ class _Collector:
     def _record(self, number: int, answer: RetrievalResult | Exception) -> None:
         handle, reused = self.pending.pop(number)
         self.window.drained(1)
+        if isinstance(answer, RetrievalResult) and not reused and number not in self.own_ids:
+            self.written.append(answer)
+        self.own_ids.discard(number)
         lines = self.by_job.get(handle.job_id)
         if lines is not None:
             if number in lines:

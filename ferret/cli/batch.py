@@ -27,9 +27,12 @@ from ferret.errors import FerretError
                    "make room for more lines before it stops (the rest left for --resume).")
 @click.option("--no-cache", is_flag=True,
               help="Fresh answers: no line reads or writes the retrieval cache (unless its options say so).")
+@click.option("--keep-results", is_flag=True,
+              help="Keep each line's result (and trace) in Redis for its whole TTL "
+                   "(service.batch_result_ttl_seconds), not only a minute after it is written to OUT.")
 @click.pass_context
 def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wait_seconds: float,
-          no_cache: bool) -> None:
+          no_cache: bool, keep_results: bool) -> None:
     """Enqueue every request in INPUT_FILE (JSONL) and collect the results into OUT.
 
     \b
@@ -56,7 +59,9 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
     A file of any size: the batch keeps only as many lines in flight as the
     workers drain in a few seconds (at most a quarter of a line's deadline,
     30 s), enqueueing more as results come, so no line waits in the queue
-    past its deadline.
+    past its deadline. A result written to OUT stays in Redis a minute more,
+    then goes (--keep-results keeps it for its TTL); a line with its own
+    request_id keeps its result, which others may wait on.
 
     \b
     Exit 0 when every line has an answer (ok or partial), 1 when some failed,
@@ -76,7 +81,8 @@ def batch(ctx: click.Context, input_file: Path, out_path: Path, resume: bool, wa
             with BatchProgressBars(total) as bars, input_file.open(encoding="utf-8", errors="replace") as lines:
                 # read as it goes: the producer holds the lines in flight, not the file
                 summary = run_batch(producer, (line.rstrip("\r\n") for line in lines), out_path, resume=resume,
-                                    wait_seconds=wait_seconds, cache=not no_cache, progress=bars)
+                                    wait_seconds=wait_seconds, cache=not no_cache, progress=bars,
+                                    keep_results=keep_results)
     except FerretError as exc:
         fail(exc)
     except KeyboardInterrupt:

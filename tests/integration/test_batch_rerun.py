@@ -130,3 +130,29 @@ def test_a_batch_longer_than_its_deadline_keeps_a_window_in_flight_and_ends_all_
     summary = json.loads(done.stdout.splitlines()[-1])
     assert summary["by_status"] == {"ok": lines}, summary
     assert took > 1.5 * deadline, f"the work outlasts a deadline ({took:.0f} s), or the test shows nothing"
+
+
+def test_results_written_to_the_output_leave_redis_soon_unless_kept(tmp_path, env, redis_client, sample_namespace,
+                                                                    start_workers):
+    """What a batch leaves in Redis is bounded: a line's result (its trace, its wake-up list) once in the
+    output stays a minute, not the result TTL's hour; ``--keep-results`` keeps it, and so does a line that
+    named its own request id (others may wait on that job)."""
+    from ferret import keys
+    from ferret.producer.batch import KEPT_AFTER_WRITTEN_SECONDS
+
+    start_workers(1)
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"query": "BTC thesis", "namespace": sample_namespace}) + "\n"
+                      + json.dumps({"query": "SOL trade", "namespace": sample_namespace, "request_id": "mine"}) + "\n")
+    ttls = {}
+    for name, extra in (("short", ()), ("kept", ("--keep-results",))):
+        done = _batch(env, str(source), "--out", str(tmp_path / f"{name}.jsonl"), "--wait", "60", *extra)
+        assert done.returncode == 0, done.stderr
+        rows = {row["request_id"]: row for row in _rows(tmp_path / f"{name}.jsonl")}
+        derived = next(row for request_id, row in rows.items() if request_id != "mine")
+        ttls[name] = (redis_client.ttl(keys.result(derived["job_id"])),
+                      redis_client.ttl(keys.trace(derived["trace_id"])),
+                      redis_client.ttl(keys.result(rows["mine"]["job_id"])))
+    assert 0 < ttls["short"][0] <= KEPT_AFTER_WRITTEN_SECONDS and 0 < ttls["short"][1] <= KEPT_AFTER_WRITTEN_SECONDS
+    assert ttls["short"][2] > KEPT_AFTER_WRITTEN_SECONDS  # its own request id: kept
+    assert ttls["kept"][0] > KEPT_AFTER_WRITTEN_SECONDS and ttls["kept"][1] > KEPT_AFTER_WRITTEN_SECONDS
