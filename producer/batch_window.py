@@ -8,7 +8,9 @@ enqueues a line only while fewer than ``size()`` lines are in flight (enqueued, 
 rate measured over the last ``RATE_SECONDS``, times ``queue_seconds`` (the longest a line should wait: a
 share of its deadline, at most ``MAX_QUEUE_SECONDS``), never over ``ceiling`` (the producer's memory: a
 line in flight holds its handle and bookkeeping, about 3 KB) nor under ``least`` (a slow pool is still kept
-busy); before the first result, when no rate is known (a pool that is just starting), ``floor``. Faster
+busy); before the first result, when no rate is known (a pool that is just starting), ``floor``: small, as
+a line's deadline may be short and the workers slow (the window widens as soon as results show what they
+drain, since each widening lets more through). Faster
 workers widen the window at once; a pool that slows down narrows it, so the lines waiting always fit in the
 time they have.
 
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 RATE_SECONDS = 10.0  # the drain rate is measured over the results of this long
 QUEUE_SHARE = 0.25  # a line waits for a worker no longer than this share of its deadline
 MAX_QUEUE_SECONDS = 30.0  # nor longer than this
-FLOOR = 512  # lines in flight before any result came
+FLOOR = 64  # lines in flight before any result came (then the window grows with the rate it lets through)
 LEAST = 64  # the fewest once the rate is known
 CEILING = 20_000  # at ~3 KB a line in flight: the producer holds at most ~60 MB of them
 

@@ -243,8 +243,9 @@ def _fallback(run: PipelineRun, cause: Exception) -> PipelineResult:
     run.stats.answer.fallback_cause = _cause_text(cause)
     if not run.budget.has(MIN_STAGE_SECONDS):
         run.stats.answer.fallback = "timeout"
-        raise _as_backend_error(run, cause, "no time was left for the fallback search"
-                                + ("" if "retrieval budget" in _cause_text(cause) else f" ({run.bound_reached()})"))
+        said = _cause_text(cause)
+        raise _as_backend_error(run, cause, "no time was left for the fallback search" + (
+            "" if "retrieval budget" in said or "the job's deadline" in said else f" ({run.bound_reached()})"))
     settings = run.settings
     with run.tracer.span("fallback", cause=run.stats.answer.fallback_cause) as span:
         timeout = run.budget.cap(settings.timeout_seconds)
