@@ -170,6 +170,8 @@ class ResultItem(BaseModel):
     preview: str
     date: str | None
     rerank_score: float | None = None
+    superseded_by: str | None = None
+    """The id of the memory that replaces this one (it ranks just above it): this one is no longer current."""
 
 
 class Timestamps(BaseModel):

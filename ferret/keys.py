@@ -49,6 +49,12 @@ def changes(namespace: str) -> str:
     return f"{PREFIX}:ns:{{{namespace}}}:changes"
 
 
+def successors(namespace: str) -> str:
+    """Hash: the id of each memory another one supersedes -> the id of the one that supersedes it (written
+    before the memories themselves; read at each answer, checked against the successor's own ``supersedes``)."""
+    return f"{PREFIX}:ns:{{{namespace}}}:successors"
+
+
 def index_snapshot(namespace: str) -> str:
     """String: the manifest of the namespace's prebuilt index snapshot."""
     return f"{PREFIX}:ns:{{{namespace}}}:index:manifest"

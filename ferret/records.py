@@ -30,6 +30,8 @@ class Section(enum.StrEnum):
 # terminals). ESC, BEL or NUL in text would reach an operator's terminal (ESC [ 31 m recolours
 # it, OSC sequences retitle it); what Ferret prints from Redis or a backend is escaped too.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+MAX_SUPERSEDED = 32  # ids one memory may name as those it replaces
+_ID_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # what an id named in ``supersedes`` must not hold
 
 
 def without_control_characters(value: str) -> str:
@@ -98,8 +100,14 @@ class Memory(BaseModel):
     """Clusters it belongs to: ``filters.cluster_ids`` selects by them."""
     memory_section: Section | None = None
     """EPISODIC, SIGNALS, KNOWLEDGE or PROCEDURAL, when the memory names its own section (Nous does)."""
+    supersedes: tuple[str, ...] = Field(default=(), max_length=MAX_SUPERSEDED)
+    """Ids of memories of the same namespace this one replaces (a changed fact: "moved to Lisbon" replacing
+    "lives in Berlin"): each ranks below this one in every answer, marked ``superseded_by``, and this one is
+    put in its place when only the old one is found. Writing the old memory again under its own id (an update
+    in place) is the other way to change a fact."""
 
-    @field_validator("type", "content_title", "content_body", "content_summary", "cluster_ids", mode="before")
+    @field_validator("type", "content_title", "content_body", "content_summary", "cluster_ids", "supersedes",
+                     mode="before")
     @classmethod
     def _null_is_absent(cls, value: object, info: ValidationInfo) -> object:
         """Nous sends ``null`` for a field a node was created without: the default, as if absent."""
@@ -121,6 +129,14 @@ class Memory(BaseModel):
         if any(ord(ch) < 32 for ch in value):
             raise ValueError("must not contain control characters")
         return value
+
+    @field_validator("supersedes")
+    @classmethod
+    def _superseded_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            if not 1 <= len(item) <= 256 or _ID_CONTROL.search(item):
+                raise ValueError("each id must be 1-256 characters, no control characters")
+        return tuple(dict.fromkeys(value))
 
     _encodable = field_validator("id", "type", "subtype", "content_title", "content_body", "content_summary",
                                  "provenance_created_at", "temporal_event_time", "state_lifecycle")(_encodable_or_none)
@@ -206,6 +222,7 @@ class Hit:
     sub_query: int = 0
     boosted: bool = False
     rerank_score: float | None = None  # the LLM's 0-10 relevance, when re-ranked
+    superseded_by: str | None = None  # the id of the memory that replaces this one (ranked just above it)
 
     @classmethod
     def of(cls, memory: Memory, score: float) -> Hit:

@@ -36,6 +36,7 @@ def result_items(hits: Sequence[Hit], sub_queries: Sequence[str],
             "preview": text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…",
             "date": memory.temporal_event_time or memory.provenance_created_at or None,
             "rerank_score": hit.rerank_score,
+            "superseded_by": hit.superseded_by,
         })
     return _ITEMS.validate_python(rows)
 

@@ -51,9 +51,10 @@ def tighten(document: dict[str, Any], limits: LimitSettings) -> dict[str, Any]:
     _nullable(schemas["RetrievalOptions"]["properties"]["max_results"])["maximum"] = limits.max_results
     schemas["Memory"]["properties"]["id"]["pattern"] = ID_TEXT
     schemas["ForgetBody"]["properties"]["ids"]["items"]["pattern"] = ID_TEXT
+    schemas["Memory"]["properties"]["supersedes"]["items"].update(minLength=1, maxLength=256, pattern=ID_TEXT)
     schemas["Memory"]["anyOf"] = [{"required": [name], "properties": {name: {"type": "string", "minLength": 1}}}
                                   for name in MEMORY_TEXTS]
-    for name in (*MEMORY_TEXTS, "type", "cluster_ids"):  # null is taken as absent (what Nous sends)
+    for name in (*MEMORY_TEXTS, "type", "cluster_ids", "supersedes"):  # null is taken as absent (as Nous sends)
         field = schemas["Memory"]["properties"][name]
         schemas["Memory"]["properties"][name] = {"anyOf": [{k: v for k, v in field.items()
                                                             if k not in ("title", "description", "default")},

@@ -16,6 +16,7 @@ what is stored.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import shutil
@@ -34,13 +35,14 @@ from ferret.records import Filters, Hit, Memory
 from ferret.redis_plumbing.pids import pid_alive
 from ferret.redis_plumbing.redis_conn import url_of
 from ferret.settings import CoRetrievalSettings, LocalSettings
-from ferret.steps import Step
+from ferret.steps import Call, Step
 from ferret.worker.backends.base import Backend
 from ferret.worker.backends.change_log import ChangeLog, write_step
 from ferret.worker.backends.filtering import matches
 from ferret.worker.backends.linking import linked_hits, neighbour_scores
 from ferret.worker.backends.word_family import word_family_search
 from ferret.worker.co_retrieval.affinity import AffinityBackend, RedisAffinity
+from ferret.worker.pipeline.supersession import MAX_CHAIN, superseded_ids
 
 if TYPE_CHECKING:  # the search engine, imported by what searches: a process that only writes memories
     # (an agent's ``remember``, ``ferret ingest``) does not load tantivy, numpy or an HTTP client
@@ -73,6 +75,10 @@ def upsert_step(namespace: str, memories: Iterable[Memory], change_log_length: i
     written = 0
     for batch in write_batches(memories):
         ids = list(batch)
+        replaced = superseded_ids(list(batch.values()))
+        if replaced:  # before the memories: an answer never sees a successor the map does not name yet
+            yield Call(("HSET", keys.successors(namespace), *itertools.chain.from_iterable(replaced.items())),
+                       on="store")
         yield from write_step(namespace, change_log_length, "upsert", ids, [batch[i].model_dump_json() for i in ids])
         written += len(ids)
     return written
@@ -96,6 +102,9 @@ class MemoryStore:
 
     def _write(self, batch: dict[str, Memory]) -> int:
         ids = list(batch)
+        replaced = superseded_ids(list(batch.values()))
+        if replaced:  # before the memories (see ``successors``)
+            self.client.hset(keys.successors(self.namespace), mapping=replaced)
         embeddings = None
         if self.embedder is not None:
             vectors = self.embedder.embed([batch[i].text for i in ids])
@@ -188,6 +197,32 @@ class LocalBackend:
             return []
         links = RedisAffinity(self._client, self._namespace).weights([s.id for s in seeds])
         return linked_hits(neighbour_scores(seeds, links), limit, filters, self._read)
+
+    def successors(self, ids: Sequence[str]) -> dict[str, Memory]:
+        """For each of ``ids`` another memory supersedes, that memory (following chains, each link checked
+        against the successor's own ``supersedes``): ``worker.pipeline.supersession``. One read when none is."""
+        found: dict[str, Memory] = {}
+        asking = list(dict.fromkeys(ids))
+        asked = set(asking)
+        for _ in range(MAX_CHAIN):
+            if not asking:
+                break
+            try:
+                named = self._client.hmget(keys.successors(self._namespace), asking)
+            except redis.RedisError as exc:
+                raise BackendUnavailable("local", f"memory store unreachable: {exc}") from exc
+            links = {old: (new.decode() if isinstance(new, bytes) else str(new))
+                     for old, new in zip(asking, named, strict=True) if new is not None}
+            memories = self._read(list(dict.fromkeys(links.values()))) if links else {}
+            asking = []
+            for old, new in links.items():
+                successor = memories.get(new)
+                if successor is not None and old in successor.supersedes:
+                    found[old] = successor
+                    if new not in asked:
+                        asked.add(new)
+                        asking.append(new)
+        return found
 
     def _read(self, ids: list[str]) -> dict[str, Memory]:
         """The memories of ``ids``: held by the worker when it can (``HeldMemories``), else read."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from ferret.errors import BackendError
-from ferret.records import Filters, Hit
+from ferret.records import Filters, Hit, Memory
 from ferret.worker.backends.base import Backend, GraphBackend, SemanticBackend, WideningBackend, retrievers_of, widens
 
 T = TypeVar("T")
@@ -95,6 +95,13 @@ class MeteredBackend:
             raise
         self._note(call, "classify", "ok" if answer is not None else "error")
         return answer
+
+    def successors(self, ids: Sequence[str]) -> dict[str, Memory]:
+        """The memories that supersede any of ``ids`` (a backend that keeps no such links: none)."""
+        lookup = getattr(self.inner, "successors", None)
+        if lookup is None or not ids:
+            return {}
+        return cast(dict[str, Memory], self._metered("successors", lambda: lookup(ids)))
 
     def close(self) -> None:
         self.inner.close()

@@ -33,7 +33,8 @@ def format_line(hit: Hit, sections: SectionMap = DEFAULT_SECTIONS) -> str:
     title = memory.content_title.strip() or "Untitled"
     date = (memory.temporal_event_time or memory.provenance_created_at or "")[:10]
     dated = f" ({date})" if date else ""
-    return f"- [{label} · {section}] {title}{dated}: {preview(memory)}"
+    replaced = " [superseded by the memory above: no longer current]" if hit.superseded_by else ""
+    return f"- [{label} · {section}] {title}{dated}{replaced}: {preview(memory)}"
 
 
 def _shorten(line: str, max_chars: int) -> str:

@@ -48,6 +48,7 @@ from ferret.worker.pipeline.run_state import (
     PreparedStats,
 )
 from ferret.worker.pipeline.searching import search
+from ferret.worker.pipeline.supersession import successors_first
 from ferret.worker.pipeline.trivial import Prepared, prepare
 
 __all__ = ["PipelineResult", "PipelineStats", "run_pipeline"]
@@ -118,7 +119,21 @@ def _rerank(run: PipelineRun, hits: tuple[Hit, ...], plan: Plan, requested: bool
     return reranked
 
 
+def _successors_first(run: PipelineRun, hits: tuple[Hit, ...]) -> tuple[Hit, ...]:
+    """Each superseded memory below the memory that replaces it (``worker.pipeline.supersession``); the
+    answer as it was when the store cannot tell now."""
+    if not hits:
+        return hits
+    try:
+        successors = run.backend.successors([hit.id for hit in hits])
+    except BackendError as exc:
+        logger.warning("stage=supersession skipped: %s", exc)
+        return hits
+    return successors_first(hits, successors)
+
+
 def _finish(run: PipelineRun, hits: tuple[Hit, ...], sub_queries: tuple[str, ...]) -> PipelineResult:
+    hits = _successors_first(run, hits)
     run.stats.answer.backend_calls = [(op, outcome, round(seconds, 6)) for op, outcome, seconds in run.backend.settle()]
     with run.tracer.span("format", hits=len(hits)) as span:
         context = format_context(hits, run.settings.max_context_tokens, run.sections)

@@ -489,6 +489,15 @@ export interface components {
             cluster_ids?: string[] | null;
             /** @description EPISODIC, SIGNALS, KNOWLEDGE or PROCEDURAL, when the memory names its own section (Nous does). */
             memory_section?: components["schemas"]["Section"] | null;
+            /**
+             * Supersedes
+             * @description Ids of memories of the same namespace this one replaces (a changed fact: "moved to Lisbon" replacing
+             *     "lives in Berlin"): each ranks below this one in every answer, marked ``superseded_by``, and this one is
+             *     put in its place when only the old one is found. Writing the old memory again under its own id (an update
+             *     in place) is the other way to change a fact.
+             * @default []
+             */
+            supersedes?: string[] | null;
         } | {
             content_title: string;
         } | {
@@ -572,6 +581,8 @@ export interface components {
             date: string | null;
             /** Rerank Score */
             rerank_score: number | null;
+            /** Superseded By */
+            superseded_by: string | null;
         };
         /** RetrievalOptions */
         RetrievalOptions: {
