@@ -344,7 +344,9 @@ class _Collector:
     def room_for(self, lines: int, wait_seconds: float) -> int:
         """How many of ``lines`` may be enqueued now: results collected until the window has room for
         ``MIN_PART`` of them (or all, when fewer); 0 when no result came for ``wait_seconds`` meanwhile (the
-        workers are stalled: the batch stops enqueuing)."""
+        workers are stalled: the batch stops enqueuing). With no wait at all, every line at once."""
+        if wait_seconds <= 0:  # --wait 0: enqueue everything now and wait for nothing (no window)
+            return lines
         wanted = min(lines, MIN_PART)
         while self.pending and self.window.room(len(self.pending)) < wanted:
             if time.monotonic() - self.last_found > wait_seconds:

@@ -24,7 +24,8 @@ from ferret.errors import FerretError
                    "result, under the same request ids.")
 @click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=3600.0, show_default=True,
               help="Seconds to wait for the last results; also how long the batch waits for the workers to "
-                   "make room for more lines before it stops (the rest left for --resume).")
+                   "make room for more lines before it stops (the rest left for --resume). 0: enqueue every "
+                   "line at once and wait for none.")
 @click.option("--no-cache", is_flag=True,
               help="Fresh answers: no line reads or writes the retrieval cache (unless its options say so).")
 @click.option("--keep-results", is_flag=True,
