@@ -30,7 +30,7 @@ from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptErr
 
 from ferret import keys
 from ferret.errors import BackendUnavailable, WriteNotReplicated
-from ferret.redis_plumbing.scripts import registered
+from ferret.redis_plumbing.scripts import SlotScript, registered
 from ferret.redis_plumbing.store_conn import is_cluster, node_for, refresh_topology
 from ferret.steps import Eval, Step
 
@@ -174,11 +174,11 @@ class ChangeLog:
         self.replica_timeout_ms = replica_timeout_ms
 
     @property
-    def _write(self) -> Script:
+    def _write(self) -> Script | SlotScript:
         return registered(self.client, _WRITE)
 
     @property
-    def _after(self) -> Script:
+    def _after(self) -> Script | SlotScript:
         return registered(self.client, _AFTER)
 
     def write(self, op: str, ids: list[str], values: list[str] | None = None,

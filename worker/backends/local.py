@@ -104,7 +104,8 @@ class MemoryStore:
         ids = list(batch)
         replaced = superseded_ids(list(batch.values()))
         if replaced:  # before the memories (see ``successors``)
-            self.client.hset(keys.successors(self.namespace), mapping=replaced)
+            pairs = list(itertools.chain.from_iterable(replaced.items()))
+            self.client.hset(keys.successors(self.namespace), items=pairs)
         embeddings = None
         if self.embedder is not None:
             vectors = self.embedder.embed([batch[i].text for i in ids])
