@@ -275,10 +275,10 @@ class _Collector:
                  window: InFlightWindow | None = None, keep_results: bool = True) -> None:
         self.producer, self.out, self.summary, self.progress = producer, out, summary, progress
         self.keep_results = keep_results
-        self.own_ids: set[int] = set()  # lines that named their own request id: their results are kept
         self.written: list[RetrievalResult] = []  # results in the output, their keys not shortened yet
         self.window = window or InFlightWindow(MAX_QUEUE_SECONDS)
-        self.pending: dict[int, tuple[JobHandle, bool]] = {}  # by line: its job, whether an earlier run's answers
+        # by line: its job, whether an earlier run's answers it, whether the line named its own request id
+        self.pending: dict[int, tuple[JobHandle, bool, bool]] = {}
         self.by_job: dict[str, list[int]] = {}
         self.news = producer.client.pubsub(ignore_subscribe_messages=True)
         self.prefix = len(keys.done(""))
@@ -292,9 +292,7 @@ class _Collector:
         self.news.close()
 
     def expect(self, number: int, handle: JobHandle, reused: bool, own_id: bool = False) -> None:
-        self.pending[number] = (handle, reused)
-        if own_id:
-            self.own_ids.add(number)
+        self.pending[number] = (handle, reused, own_id)
         self.by_job.setdefault(handle.job_id, []).append(number)
 
     def read(self, numbers: list[int]) -> int:
@@ -393,11 +391,10 @@ class _Collector:
         return max(STALL_SECONDS, 2 * self.producer.settings.redis.failover_check_seconds + 1)
 
     def _record(self, number: int, answer: RetrievalResult | Exception) -> None:
-        handle, reused = self.pending.pop(number)
+        handle, reused, own_id = self.pending.pop(number)
         self.window.drained(1)
-        if isinstance(answer, RetrievalResult) and not reused and number not in self.own_ids:
+        if isinstance(answer, RetrievalResult) and not reused and not own_id:  # others may wait on those
             self.written.append(answer)
-        self.own_ids.discard(number)
         lines = self.by_job.get(handle.job_id)
         if lines is not None:
             if number in lines:

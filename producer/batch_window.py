@@ -10,9 +10,8 @@ share of its deadline, at most ``MAX_QUEUE_SECONDS``), never over ``ceiling`` (t
 line in flight holds its handle and bookkeeping, about 3 KB) nor under ``least`` (a slow pool is still kept
 busy); before the first result, when no rate is known (a pool that is just starting), ``floor``: small, as
 a line's deadline may be short and the workers slow (the window widens as soon as results show what they
-drain, since each widening lets more through). Faster
-workers widen the window at once; a pool that slows down narrows it, so the lines waiting always fit in the
-time they have.
+drain, since each widening lets more through). Faster workers widen the window at once; a pool that slows
+down narrows it, so the lines waiting always fit in the time they have.
 
 The rule is sans I/O (the clock injected), as the client's wait is (``ferret.producer.waiting``).
 """

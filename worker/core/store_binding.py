@@ -60,15 +60,18 @@ def holds_memories(settings: Settings, store: redis.Redis) -> bool:
     if settings.backend.kind == "nous":
         return True
     if not isinstance(store, RedisCluster):
-        return next(iter(store.scan_iter(match=keys.memories("*"), count=1000)), None) is not None
+        return _any_memories(store)
     for node in store.get_primaries():  # node by node: a shard that is down does not hide the others
         try:
-            if next(iter(store.get_redis_connection(node).scan_iter(match=keys.memories("*"), count=1000)),
-                    None) is not None:
+            if _any_memories(store.get_redis_connection(node)):
                 return True
         except redis.RedisError:
             continue
     return False
+
+
+def _any_memories(client: redis.Redis) -> bool:
+    return next(iter(client.scan_iter(match=keys.memories("*"), count=1000)), None) is not None
 
 
 def _binding(identity: str, holds: bool) -> str:
